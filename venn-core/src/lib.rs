@@ -1,0 +1,1 @@
+//! Sans-IO scheduling core (work in progress).

@@ -1,1 +1,69 @@
-//! Sans-IO scheduling core (work in progress).
+//! # venn-core — the sans-IO scheduling core of the Venn FL testbed
+//!
+//! Many federated-learning jobs share one population of ephemeral, heterogeneous devices.
+//! Jobs submit per-round requests (demand, eligibility, deadline); devices check in; the
+//! [`ResourceManager`] assigns each device to at most one job. The same code runs inside
+//! the event-driven simulator (`venn-sim`, virtual clock) and the live HTTP manager
+//! (`venn-manager`, wall clock): it performs no I/O, reads no clock (time is an argument,
+//! [`Time`]) and owns its randomness ([`SeededRng`]).
+//!
+//! ## Layout
+//! - [`time`], [`ids`], [`rng`], [`hash`]: small value types.
+//! - [`profile`]: [`DeviceProfile`] (what a device offers) and [`Requirement`] (what a job
+//!   needs); equal requirements form one job group.
+//! - [`groupset`]: the bitset of groups that admits a device — its Venn-diagram cell.
+//! - [`supply`]: check-in counts per device class over a sliding window (|S_j| as rates).
+//! - [`groups`]: job groups and their queues of open requests.
+//! - [`job`]: job specs, open rounds, history (rounds, task response times).
+//! - [`manager`]: the state machine: inputs (register, request, check-in, task events,
+//!   close) → [`Decision`]s.
+//! - [`policy`]: the [`Policy`] trait and the policies: `venn` (IRS + tier matching +
+//!   fairness ε), `irs` (venn without tiers), `random`, `random-order`, `fifo`, `srsf`.
+//! - [`optimal`]: an exact solver for small IRS instances (the yardstick) and a driver
+//!   that replays such an instance through any policy.
+//!
+//! ## One round, from request to aggregation
+//! A job registers ([`ResourceManager::register_job`]) and submits a round request
+//! ([`ResourceManager::submit_request`]); the request joins its group's queue and the plan
+//! is marked dirty. The next device check-in ([`ResourceManager::check_in`]) re-plans once
+//! (IRS assigns each Venn cell to a group), then maps the device's cell to a group and the
+//! group's head job. When the demand is met the request leaves the queue. Devices report
+//! ([`ResourceManager::task_finished`]) or fail; the driver closes the round
+//! ([`ResourceManager::close_round`]) on success or deadline, aggregates, and submits the
+//! next round.
+//!
+//! ```
+//! use venn_core::*;
+//! let mut rm = ResourceManager::with_policy(ManagerConfig::default(), "venn", PolicyParams::default()).unwrap();
+//! let job = rm.register_job(JobSpec::new("keyboard", Requirement::any()), Time(0.0)).unwrap();
+//! let round = rm.submit_request(job, RoundRequest { demand: 1, deadline: Time(600.0), min_response_fraction: 1.0 }, Time(0.0)).unwrap();
+//! let d = rm.check_in(DeviceId(7), &DeviceProfile::new(4.0, 512.0, 10.0), Time(1.0));
+//! assert_eq!(d, Decision::Assigned { job, round });
+//! rm.task_finished(job, round, DeviceId(7), Time(30.0)).unwrap();
+//! rm.close_round(job, round, RoundOutcome::Success, Time(30.0)).unwrap();
+//! ```
+
+pub mod error;
+pub mod groups;
+pub mod groupset;
+pub mod hash;
+pub mod ids;
+pub mod job;
+pub mod manager;
+pub mod optimal;
+pub mod policy;
+pub mod profile;
+pub mod rng;
+pub mod supply;
+pub mod time;
+
+pub use error::CoreError;
+pub use groupset::{GroupIdx, GroupSet, MAX_GROUPS};
+pub use ids::{DeviceId, JobId, RoundId};
+pub use job::{JobSpec, JobState, RoundOutcome, RoundRecord, RoundRequest, TierBand};
+pub use manager::{Counters, Decision, ManagerConfig, ResourceManager};
+pub use policy::{POLICY_NAMES, Policy, PolicyParams, TierParams};
+pub use profile::{DeviceProfile, Requirement, TaskCost};
+pub use rng::SeededRng;
+pub use supply::{SupplyConfig, SupplyEstimator};
+pub use time::Time;

@@ -1,0 +1,137 @@
+//! Job groups: jobs with equal requirements, and each group's queue of open requests.
+
+use crate::error::CoreError;
+use crate::groupset::{GroupIdx, GroupSet, MAX_GROUPS};
+use crate::hash::FastMap;
+use crate::ids::JobId;
+use crate::profile::{DeviceProfile, Requirement};
+
+/// One job group.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// The requirement all its jobs share.
+    pub requirement: Requirement,
+    /// Registered jobs of the group.
+    pub members: Vec<JobId>,
+    /// Jobs with open demand, in the policy's queue order (head first).
+    pub queue: Vec<JobId>,
+}
+
+/// All groups, by index.
+#[derive(Clone, Debug, Default)]
+pub struct Groups {
+    slots: Vec<Option<Group>>,
+    by_requirement: FastMap<Requirement, GroupIdx>,
+    active: GroupSet,
+    open: GroupSet,
+}
+
+impl Groups {
+    /// The group at `g`, if it exists.
+    pub fn get(&self, g: GroupIdx) -> Option<&Group> {
+        self.slots.get(g.0 as usize).and_then(|s| s.as_ref())
+    }
+
+    pub(crate) fn get_mut(&mut self, g: GroupIdx) -> &mut Group {
+        self.slots[g.0 as usize]
+            .as_mut()
+            .expect("group index held by a job refers to a live group")
+    }
+
+    /// Groups with at least one registered job.
+    pub fn active(&self) -> GroupSet {
+        self.active
+    }
+
+    /// Groups with at least one job that wants devices.
+    pub fn open(&self) -> GroupSet {
+        self.open
+    }
+
+    /// Iterates over live groups.
+    pub fn iter(&self) -> impl Iterator<Item = (GroupIdx, &Group)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().map(|g| (GroupIdx(i as u16), g)))
+    }
+
+    /// Groups whose requirement admits `profile`.
+    pub fn admitting(&self, profile: &DeviceProfile) -> GroupSet {
+        let mut s = GroupSet::EMPTY;
+        for (g, group) in self.iter() {
+            if group.requirement.admits(profile) {
+                s.insert(g);
+            }
+        }
+        s
+    }
+
+    /// Adds `job` to the group of `req`, creating it if needed. Returns the group and
+    /// whether it is new.
+    pub(crate) fn join(
+        &mut self,
+        req: &Requirement,
+        job: JobId,
+    ) -> Result<(GroupIdx, bool), CoreError> {
+        if let Some(&g) = self.by_requirement.get(req) {
+            self.get_mut(g).members.push(job);
+            return Ok((g, false));
+        }
+        let idx = match self.slots.iter().position(|s| s.is_none()) {
+            Some(i) => i,
+            None if self.slots.len() < MAX_GROUPS => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+            None => return Err(CoreError::TooManyGroups(MAX_GROUPS)),
+        };
+        let g = GroupIdx(idx as u16);
+        self.slots[idx] = Some(Group {
+            requirement: req.clone(),
+            members: vec![job],
+            queue: Vec::new(),
+        });
+        self.by_requirement.insert(req.clone(), g);
+        self.active.insert(g);
+        Ok((g, true))
+    }
+
+    /// Removes `job` from group `g`; returns `true` if the group is now gone.
+    pub(crate) fn leave(&mut self, g: GroupIdx, job: JobId) -> bool {
+        let group = self.get_mut(g);
+        group.members.retain(|j| *j != job);
+        group.queue.retain(|j| *j != job);
+        if group.queue.is_empty() {
+            self.open.remove(g);
+        }
+        if self.get_mut(g).members.is_empty() {
+            let group = self.slots[g.0 as usize].take().expect("live group");
+            self.by_requirement.remove(&group.requirement);
+            self.active.remove(g);
+            self.open.remove(g);
+            return true;
+        }
+        false
+    }
+
+    pub(crate) fn enqueue(&mut self, g: GroupIdx, job: JobId) {
+        let group = self.get_mut(g);
+        if !group.queue.contains(&job) {
+            group.queue.push(job);
+        }
+        self.open.insert(g);
+    }
+
+    pub(crate) fn dequeue(&mut self, g: GroupIdx, job: JobId) {
+        let group = self.get_mut(g);
+        group.queue.retain(|j| *j != job);
+        if group.queue.is_empty() {
+            self.open.remove(g);
+        }
+    }
+
+    pub(crate) fn queues_mut(&mut self) -> impl Iterator<Item = &mut Vec<JobId>> {
+        self.slots.iter_mut().flatten().map(|g| &mut g.queue)
+    }
+}

@@ -1,0 +1,281 @@
+//! Jobs as the core tracks them: the spec a job registers with, its open round request,
+//! and the per-job history (rounds and task response times) that policies learn from.
+
+use crate::groupset::GroupIdx;
+use crate::hash::FastMap;
+use crate::ids::{DeviceId, JobId, RoundId};
+use crate::profile::{Requirement, TaskCost};
+use crate::time::Time;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// What a job registers with.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// Human-readable name.
+    pub name: String,
+    /// Devices the job may use.
+    pub requirement: Requirement,
+    /// Total rounds, when known (used for remaining-demand ordering and fair share).
+    #[serde(default)]
+    pub rounds: Option<u32>,
+    /// Nominal cost of one task, used to rank devices by speed for this job.
+    #[serde(default)]
+    pub task_cost: TaskCost,
+}
+
+impl JobSpec {
+    /// A spec with default task cost and unknown round count.
+    pub fn new(name: impl Into<String>, requirement: Requirement) -> Self {
+        JobSpec {
+            name: name.into(),
+            requirement,
+            rounds: None,
+            task_cost: TaskCost::default(),
+        }
+    }
+
+    /// Sets the number of rounds.
+    pub fn with_rounds(mut self, rounds: u32) -> Self {
+        self.rounds = Some(rounds);
+        self
+    }
+
+    /// Sets the nominal task cost.
+    pub fn with_task_cost(mut self, cost: TaskCost) -> Self {
+        self.task_cost = cost;
+        self
+    }
+}
+
+/// One round's request for devices.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoundRequest {
+    /// Devices wanted.
+    pub demand: u32,
+    /// When the round must close.
+    pub deadline: Time,
+    /// Fraction of `demand` whose results make the round a success.
+    pub min_response_fraction: f64,
+}
+
+/// A device-capacity band a request is restricted to by tier matching: devices whose
+/// expected task time for the job lies in `[lo_s, hi_s)`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TierBand {
+    /// Tier index (0 = fastest).
+    pub tier: u32,
+    /// Inclusive lower bound of expected task seconds.
+    pub lo_s: f64,
+    /// Exclusive upper bound of expected task seconds.
+    pub hi_s: f64,
+}
+
+impl TierBand {
+    /// Whether a device with this expected task time belongs to the band.
+    pub fn contains(&self, task_s: f64) -> bool {
+        task_s >= self.lo_s && task_s < self.hi_s
+    }
+}
+
+/// State of one device's task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskState {
+    /// Assigned, not yet acknowledged.
+    Assigned,
+    /// The device confirmed it started.
+    Acknowledged,
+    /// Result reported.
+    Finished,
+    /// The device failed or dropped out.
+    Failed,
+}
+
+/// One device's task in a round.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskRecord {
+    /// When the device was assigned.
+    pub assigned_at: Time,
+    /// Expected task seconds of this device for the job (its capacity).
+    pub capacity_s: f64,
+    /// Where the task is.
+    pub state: TaskState,
+}
+
+/// The round a job currently has open.
+#[derive(Clone, Debug)]
+pub struct OpenRound {
+    /// Round number.
+    pub round: RoundId,
+    /// The request as submitted.
+    pub request: RoundRequest,
+    /// When it was submitted.
+    pub submitted_at: Time,
+    /// When its whole demand was assigned (it then left the queue).
+    pub fulfilled_at: Option<Time>,
+    /// Devices assigned so far.
+    pub assigned: u32,
+    /// Tasks by device.
+    pub tasks: FastMap<DeviceId, TaskRecord>,
+    /// Results reported.
+    pub finished: u32,
+    /// Tasks failed.
+    pub failed: u32,
+    /// Queue-sort key from the policy (smaller first).
+    pub key: f64,
+    /// Random priority drawn at submission (the `random-order` baseline).
+    pub random_priority: f64,
+    /// Capacity band chosen by tier matching, if any.
+    pub tier: Option<TierBand>,
+}
+
+impl OpenRound {
+    /// Devices still wanted.
+    pub fn open_demand(&self) -> u32 {
+        self.request.demand.saturating_sub(self.assigned)
+    }
+}
+
+/// How a round ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundOutcome {
+    /// Enough results arrived.
+    Success,
+    /// The round failed and will be retried (same round number).
+    Abort,
+}
+
+/// A closed round, as kept in the job's history.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct RoundRecord {
+    /// Round number.
+    pub round: RoundId,
+    /// Devices requested.
+    pub demand: u32,
+    /// When requested.
+    pub submitted_at: Time,
+    /// When the whole demand was assigned, if it was.
+    pub fulfilled_at: Option<Time>,
+    /// When closed.
+    pub closed_at: Time,
+    /// Devices assigned.
+    pub assigned: u32,
+    /// Results reported.
+    pub finished: u32,
+    /// Tasks failed.
+    pub failed: u32,
+    /// Success or abort.
+    pub outcome: RoundOutcome,
+}
+
+impl RoundRecord {
+    /// Time from request to the last assignment (to close, if never fulfilled).
+    pub fn scheduling_delay(&self) -> f64 {
+        self.fulfilled_at
+            .unwrap_or(self.closed_at)
+            .since(self.submitted_at)
+    }
+
+    /// Time from the last assignment to the close.
+    pub fn response_collection(&self) -> f64 {
+        self.fulfilled_at
+            .map_or(0.0, |f| self.closed_at.since(f).max(0.0))
+    }
+}
+
+/// One finished task: the device's capacity and how long it took.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TaskSample {
+    /// Expected task seconds of the device for the job.
+    pub capacity_s: f64,
+    /// Measured seconds from assignment to result.
+    pub response_s: f64,
+}
+
+/// How many task samples a job keeps for tier matching.
+pub const TASK_HISTORY: usize = 4096;
+
+/// A job's past rounds and task samples.
+#[derive(Clone, Debug, Default)]
+pub struct JobHistory {
+    /// Closed rounds, oldest first.
+    pub rounds: Vec<RoundRecord>,
+    /// Most recent finished tasks (bounded by [`TASK_HISTORY`]).
+    pub tasks: VecDeque<TaskSample>,
+}
+
+impl JobHistory {
+    pub(crate) fn push_task(&mut self, s: TaskSample) {
+        if self.tasks.len() == TASK_HISTORY {
+            self.tasks.pop_front();
+        }
+        self.tasks.push_back(s);
+    }
+
+    /// Mean response-collection time over mean scheduling delay of successful rounds
+    /// (c_i in the paper's Algorithm 2); `None` before the first successful round.
+    pub fn collection_to_delay_ratio(&self) -> Option<f64> {
+        let ok: Vec<&RoundRecord> = self
+            .rounds
+            .iter()
+            .filter(|r| r.outcome == RoundOutcome::Success)
+            .collect();
+        if ok.is_empty() {
+            return None;
+        }
+        let sd: f64 = ok.iter().map(|r| r.scheduling_delay()).sum::<f64>();
+        let rc: f64 = ok.iter().map(|r| r.response_collection()).sum::<f64>();
+        Some(if sd <= 1e-9 { f64::INFINITY } else { rc / sd })
+    }
+}
+
+/// Everything the core knows about one job.
+#[derive(Clone, Debug)]
+pub struct JobState {
+    /// Its id.
+    pub id: JobId,
+    /// What it registered with (requirement normalised).
+    pub spec: JobSpec,
+    /// Its job group.
+    pub group: GroupIdx,
+    /// When it registered.
+    pub registered_at: Time,
+    /// Number the next submitted round gets.
+    pub next_round: u32,
+    /// Successful rounds so far.
+    pub rounds_done: u32,
+    /// The open round, if any.
+    pub current: Option<OpenRound>,
+    /// Past rounds and tasks.
+    pub history: JobHistory,
+    /// Fair-share JCT T_i = M·sd_i, fixed at its first request once supply is known.
+    pub fair_share_jct: Option<f64>,
+    /// Per-round demand of its most recent request (for remaining-demand estimates).
+    pub last_demand: u32,
+}
+
+impl JobState {
+    /// Devices still wanted by the open round (0 if none).
+    pub fn open_demand(&self) -> u32 {
+        self.current.as_ref().map_or(0, |r| r.open_demand())
+    }
+
+    /// Remaining demand of the whole job: the open round's open demand plus the demand of
+    /// the rounds still to come (when the round count is known).
+    pub fn remaining_demand(&self) -> f64 {
+        let later = match self.spec.rounds {
+            Some(total) => {
+                let in_flight = u32::from(self.current.is_some());
+                total.saturating_sub(self.rounds_done + in_flight) as f64 * self.last_demand as f64
+            }
+            None => 0.0,
+        };
+        self.open_demand() as f64 + later
+    }
+
+    /// The open round if it is `round`.
+    pub fn round(&self, round: RoundId) -> Option<&OpenRound> {
+        self.current.as_ref().filter(|r| r.round == round)
+    }
+}

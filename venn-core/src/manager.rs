@@ -1,0 +1,561 @@
+//! The resource-manager state machine: explicit inputs in, decisions out.
+//!
+//! Inputs are method calls carrying the current time: job registered / removed / finished,
+//! round request submitted, device check-in, task acknowledged / finished / failed, round
+//! closed. The manager owns the groups, queues, supply estimate and per-job history; the
+//! policy decides. Nothing here blocks, sleeps, reads a clock or does I/O, so the
+//! simulator (virtual clock) and the HTTP manager (wall clock) drive the very same code.
+//!
+//! Planning is lazy: any input that changes a queue marks the plan dirty, and the next
+//! check-in re-plans once before deciding. A check-in on a clean plan is a lookup.
+
+use crate::error::CoreError;
+use crate::groups::Groups;
+use crate::hash::FastMap;
+use crate::ids::{DeviceId, JobId, RoundId};
+use crate::job::{
+    JobSpec, JobState, OpenRound, RoundOutcome, RoundRecord, RoundRequest, TaskRecord, TaskSample,
+    TaskState,
+};
+use crate::policy::{self, DeviceCtx, Policy, PolicyParams, SchedView};
+use crate::profile::DeviceProfile;
+use crate::rng::SeededRng;
+use crate::supply::{SupplyConfig, SupplyEstimator};
+use crate::time::Time;
+use serde::{Deserialize, Serialize};
+
+/// Settings of a resource manager.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManagerConfig {
+    /// Supply-estimator window.
+    pub supply: SupplyConfig,
+    /// Seed of the manager's random number generator.
+    pub seed: u64,
+}
+
+/// What a checked-in device should do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Work on this job's round.
+    Assigned {
+        /// The job.
+        job: JobId,
+        /// Its round.
+        round: RoundId,
+    },
+    /// Nothing to do now.
+    NoTask,
+}
+
+/// Running totals, for metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Check-ins seen.
+    pub check_ins: u64,
+    /// Devices assigned.
+    pub assignments: u64,
+    /// Planning passes run.
+    pub plans: u64,
+    /// Rounds closed as a success.
+    pub rounds_succeeded: u64,
+    /// Rounds closed as an abort.
+    pub rounds_aborted: u64,
+}
+
+/// The scheduling state machine.
+#[derive(Debug)]
+pub struct ResourceManager {
+    jobs: FastMap<JobId, JobState>,
+    groups: Groups,
+    supply: SupplyEstimator,
+    policy: Box<dyn Policy>,
+    rng: SeededRng,
+    next_job: u64,
+    dirty: bool,
+    counters: Counters,
+}
+
+impl ResourceManager {
+    /// A manager running `policy`.
+    pub fn new(cfg: ManagerConfig, policy: Box<dyn Policy>) -> Self {
+        ResourceManager {
+            jobs: FastMap::default(),
+            groups: Groups::default(),
+            supply: SupplyEstimator::new(cfg.supply),
+            policy,
+            rng: SeededRng::new(cfg.seed),
+            next_job: 0,
+            dirty: true,
+            counters: Counters::default(),
+        }
+    }
+
+    /// A manager running the policy called `name` (see [`policy::POLICY_NAMES`]).
+    pub fn with_policy(
+        cfg: ManagerConfig,
+        name: &str,
+        params: PolicyParams,
+    ) -> Result<Self, CoreError> {
+        Ok(Self::new(cfg, policy::by_name(name, params)?))
+    }
+
+    // ---- inputs -------------------------------------------------------------------
+
+    /// Registers a job under a fresh id.
+    pub fn register_job(&mut self, spec: JobSpec, now: Time) -> Result<JobId, CoreError> {
+        let id = JobId(self.next_job);
+        self.register_job_with_id(id, spec, now)?;
+        Ok(id)
+    }
+
+    /// Registers a job under a given id (drivers that persist ids, e.g. after a restart).
+    pub fn register_job_with_id(
+        &mut self,
+        id: JobId,
+        mut spec: JobSpec,
+        now: Time,
+    ) -> Result<(), CoreError> {
+        if self.jobs.contains_key(&id) {
+            return Err(CoreError::DuplicateJob(id));
+        }
+        spec.requirement
+            .validate()
+            .map_err(|(f, why)| CoreError::invalid(f, why))?;
+        if spec.rounds == Some(0) {
+            return Err(CoreError::invalid("rounds", "must be at least 1"));
+        }
+        for (name, v) in [
+            ("task_cost.compute_s", spec.task_cost.compute_s),
+            ("task_cost.comm_s", spec.task_cost.comm_s),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(CoreError::invalid(
+                    name,
+                    "must be a finite non-negative number",
+                ));
+            }
+        }
+        spec.requirement.normalize();
+        let (group, new_group) = self.groups.join(&spec.requirement, id)?;
+        if new_group {
+            self.supply.set_group(group, Some(&spec.requirement));
+        }
+        self.jobs.insert(
+            id,
+            JobState {
+                id,
+                spec,
+                group,
+                registered_at: now,
+                next_round: 0,
+                rounds_done: 0,
+                current: None,
+                history: Default::default(),
+                fair_share_jct: None,
+                last_demand: 0,
+            },
+        );
+        self.next_job = self.next_job.max(id.0 + 1);
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Removes a job (cancelled, or its driver gave up); returns its final state.
+    pub fn remove_job(&mut self, job: JobId, _now: Time) -> Result<JobState, CoreError> {
+        let state = self.jobs.remove(&job).ok_or(CoreError::UnknownJob(job))?;
+        if self.groups.leave(state.group, job) {
+            self.supply.set_group(state.group, None);
+        }
+        self.dirty = true;
+        Ok(state)
+    }
+
+    /// A job completed all its rounds; same as removal, kept apart for the record.
+    pub fn job_finished(&mut self, job: JobId, now: Time) -> Result<JobState, CoreError> {
+        self.remove_job(job, now)
+    }
+
+    /// Submits the next round's request of `job`.
+    pub fn submit_request(
+        &mut self,
+        job: JobId,
+        req: RoundRequest,
+        now: Time,
+    ) -> Result<RoundId, CoreError> {
+        if req.demand == 0 {
+            return Err(CoreError::invalid("demand", "must be at least 1"));
+        }
+        if !(req.min_response_fraction > 0.0 && req.min_response_fraction <= 1.0) {
+            return Err(CoreError::invalid(
+                "min_response_fraction",
+                "must be in (0, 1]",
+            ));
+        }
+        if !req.deadline.secs().is_finite() || req.deadline.secs() <= now.secs() {
+            return Err(CoreError::invalid(
+                "deadline",
+                "must be a finite time after now",
+            ));
+        }
+        let m = self.jobs.len();
+        let j = self.jobs.get_mut(&job).ok_or(CoreError::UnknownJob(job))?;
+        if let Some(r) = &j.current {
+            return Err(CoreError::RoundAlreadyOpen {
+                job,
+                round: r.round,
+            });
+        }
+        if j.fair_share_jct.is_none() {
+            let rate = self.supply.group_rate(j.group, now);
+            if rate > 0.0 {
+                let rounds = j.spec.rounds.unwrap_or(1) as f64;
+                let per_round =
+                    req.demand as f64 / rate + j.spec.task_cost.compute_s + j.spec.task_cost.comm_s;
+                j.fair_share_jct = Some(m as f64 * rounds * per_round);
+            }
+        }
+        let round = RoundId(j.next_round);
+        j.last_demand = req.demand;
+        j.current = Some(OpenRound {
+            round,
+            request: req,
+            submitted_at: now,
+            fulfilled_at: None,
+            assigned: 0,
+            tasks: FastMap::default(),
+            finished: 0,
+            failed: 0,
+            key: 0.0,
+            random_priority: self.rng.f64(),
+            tier: None,
+        });
+        let group = j.group;
+        let view = SchedView {
+            jobs: &self.jobs,
+            groups: &self.groups,
+            supply: &self.supply,
+            now,
+        };
+        let state = &self.jobs[&job];
+        let tier = self.policy.on_request(state, &view, &mut self.rng);
+        let key = self.policy.queue_key(state, &view);
+        let open = self
+            .jobs
+            .get_mut(&job)
+            .and_then(|j| j.current.as_mut())
+            .expect("just opened");
+        open.tier = tier;
+        open.key = key;
+        self.groups.enqueue(group, job);
+        self.dirty = true;
+        Ok(round)
+    }
+
+    /// A device checks in at `now`: returns where it should work, if anywhere.
+    pub fn check_in(&mut self, device: DeviceId, profile: &DeviceProfile, now: Time) -> Decision {
+        self.counters.check_ins += 1;
+        if self.supply.advance(now) {
+            self.dirty = true;
+        }
+        let groups = &self.groups;
+        let class = self.supply.class_of(profile, |p| groups.admitting(p));
+        self.supply.record(class, now);
+        let eligible = self.supply.classes()[class as usize]
+            .groups
+            .and(&self.groups.open());
+        if eligible.is_empty() {
+            return Decision::NoTask;
+        }
+        if self.dirty {
+            self.replan(now);
+        }
+        let dev = DeviceCtx {
+            device,
+            profile,
+            class,
+            eligible,
+        };
+        let view = SchedView {
+            jobs: &self.jobs,
+            groups: &self.groups,
+            supply: &self.supply,
+            now,
+        };
+        let Some(job) = self.policy.select(&view, &dev, &mut self.rng) else {
+            return Decision::NoTask;
+        };
+        if !view.accepts(job, &dev) {
+            debug_assert!(
+                false,
+                "policy {} chose {job}, which the filter rejects",
+                self.policy.name()
+            );
+            return Decision::NoTask;
+        }
+        let round = self.bind(job, device, profile, now);
+        Decision::Assigned { job, round }
+    }
+
+    /// The device confirmed it started its task.
+    pub fn task_acknowledged(
+        &mut self,
+        job: JobId,
+        round: RoundId,
+        device: DeviceId,
+        _now: Time,
+    ) -> Result<(), CoreError> {
+        let t = self.task_mut(job, round, device)?;
+        t.state = TaskState::Acknowledged;
+        Ok(())
+    }
+
+    /// The device reported its result. Returns the task's response time in seconds.
+    pub fn task_finished(
+        &mut self,
+        job: JobId,
+        round: RoundId,
+        device: DeviceId,
+        now: Time,
+    ) -> Result<f64, CoreError> {
+        let t = self.task_mut(job, round, device)?;
+        t.state = TaskState::Finished;
+        let sample = TaskSample {
+            capacity_s: t.capacity_s,
+            response_s: now.since(t.assigned_at).max(0.0),
+        };
+        let j = self.jobs.get_mut(&job).expect("task_mut checked the job");
+        j.current
+            .as_mut()
+            .expect("task_mut checked the round")
+            .finished += 1;
+        j.history.push_task(sample);
+        Ok(sample.response_s)
+    }
+
+    /// The device failed or dropped out of its task.
+    pub fn task_failed(
+        &mut self,
+        job: JobId,
+        round: RoundId,
+        device: DeviceId,
+        _now: Time,
+    ) -> Result<(), CoreError> {
+        let t = self.task_mut(job, round, device)?;
+        t.state = TaskState::Failed;
+        let j = self.jobs.get_mut(&job).expect("task_mut checked the job");
+        j.current
+            .as_mut()
+            .expect("task_mut checked the round")
+            .failed += 1;
+        Ok(())
+    }
+
+    /// Closes the open round of `job`. An abort keeps the round number for the retry.
+    pub fn close_round(
+        &mut self,
+        job: JobId,
+        round: RoundId,
+        outcome: RoundOutcome,
+        now: Time,
+    ) -> Result<RoundRecord, CoreError> {
+        let j = self.jobs.get_mut(&job).ok_or(CoreError::UnknownJob(job))?;
+        if j.round(round).is_none() {
+            return Err(CoreError::UnknownRound { job, round });
+        }
+        let r = j.current.take().expect("checked above");
+        let rec = RoundRecord {
+            round,
+            demand: r.request.demand,
+            submitted_at: r.submitted_at,
+            fulfilled_at: r.fulfilled_at,
+            closed_at: now,
+            assigned: r.assigned,
+            finished: r.finished,
+            failed: r.failed,
+            outcome,
+        };
+        j.history.rounds.push(rec);
+        match outcome {
+            RoundOutcome::Success => {
+                j.rounds_done += 1;
+                j.next_round += 1;
+                self.counters.rounds_succeeded += 1;
+            }
+            RoundOutcome::Abort => self.counters.rounds_aborted += 1,
+        }
+        let g = j.group;
+        self.groups.dequeue(g, job);
+        self.dirty = true;
+        Ok(rec)
+    }
+
+    // ---- queries ------------------------------------------------------------------
+
+    /// A registered job.
+    pub fn job(&self, id: JobId) -> Option<&JobState> {
+        self.jobs.get(&id)
+    }
+
+    /// All registered jobs (in no particular order).
+    pub fn jobs(&self) -> impl Iterator<Item = &JobState> {
+        self.jobs.values()
+    }
+
+    /// Job groups and their queues.
+    pub fn groups(&self) -> &Groups {
+        &self.groups
+    }
+
+    /// The supply estimator (classes, cells, rates).
+    pub fn supply(&self) -> &SupplyEstimator {
+        &self.supply
+    }
+
+    /// The policy's name.
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Running totals.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Forces a planning pass now (benchmarks and status pages; check-ins plan lazily).
+    pub fn replan(&mut self, now: Time) {
+        let view = SchedView {
+            jobs: &self.jobs,
+            groups: &self.groups,
+            supply: &self.supply,
+            now,
+        };
+        let mut keys: Vec<(JobId, f64)> = Vec::new();
+        for (_, g) in self.groups.iter() {
+            for j in &g.queue {
+                keys.push((*j, self.policy.queue_key(&self.jobs[j], &view)));
+            }
+        }
+        for (j, k) in keys {
+            if let Some(r) = self.jobs.get_mut(&j).and_then(|s| s.current.as_mut()) {
+                r.key = k;
+            }
+        }
+        let jobs = &self.jobs;
+        for q in self.groups.queues_mut() {
+            q.sort_by(|a, b| queue_order(jobs, *a, *b));
+        }
+        let view = SchedView {
+            jobs: &self.jobs,
+            groups: &self.groups,
+            supply: &self.supply,
+            now,
+        };
+        self.policy.plan(&view);
+        self.counters.plans += 1;
+        self.dirty = false;
+    }
+
+    // ---- internals ----------------------------------------------------------------
+
+    /// Reserve and bind: record the task, shrink the open demand, keep the queue sorted.
+    fn bind(
+        &mut self,
+        job: JobId,
+        device: DeviceId,
+        profile: &DeviceProfile,
+        now: Time,
+    ) -> RoundId {
+        self.counters.assignments += 1;
+        let j = self.jobs.get_mut(&job).expect("selected job exists");
+        let capacity_s = profile.task_seconds(j.spec.task_cost);
+        let group = j.group;
+        let r = j.current.as_mut().expect("selected job has an open round");
+        r.assigned += 1;
+        r.tasks.insert(
+            device,
+            TaskRecord {
+                assigned_at: now,
+                capacity_s,
+                state: TaskState::Assigned,
+            },
+        );
+        let round = r.round;
+        if r.open_demand() == 0 {
+            r.fulfilled_at = Some(now);
+            self.groups.dequeue(group, job);
+            self.dirty = true;
+            return round;
+        }
+        // The job's key may have shrunk (remaining demand): move it forward if needed.
+        let view = SchedView {
+            jobs: &self.jobs,
+            groups: &self.groups,
+            supply: &self.supply,
+            now,
+        };
+        let key = self.policy.queue_key(&self.jobs[&job], &view);
+        self.jobs
+            .get_mut(&job)
+            .and_then(|s| s.current.as_mut())
+            .expect("open")
+            .key = key;
+        let jobs = &self.jobs;
+        let q = &mut self.groups.get_mut(group).queue;
+        if let Some(mut i) = q.iter().position(|x| *x == job) {
+            while i > 0 && queue_order(jobs, q[i], q[i - 1]).is_lt() {
+                q.swap(i, i - 1);
+                i -= 1;
+            }
+        }
+        round
+    }
+
+    fn task_mut(
+        &mut self,
+        job: JobId,
+        round: RoundId,
+        device: DeviceId,
+    ) -> Result<&mut TaskRecord, CoreError> {
+        let j = self.jobs.get_mut(&job).ok_or(CoreError::UnknownJob(job))?;
+        let r = j
+            .current
+            .as_mut()
+            .filter(|r| r.round == round)
+            .ok_or(CoreError::UnknownRound { job, round })?;
+        let t = r
+            .tasks
+            .get_mut(&device)
+            .ok_or(CoreError::UnknownTask { job, round, device })?;
+        match t.state {
+            TaskState::Finished => Err(CoreError::TaskClosed {
+                job,
+                round,
+                device,
+                state: "finished",
+            }),
+            TaskState::Failed => Err(CoreError::TaskClosed {
+                job,
+                round,
+                device,
+                state: "failed",
+            }),
+            _ => Ok(t),
+        }
+    }
+}
+
+/// Queue order: key, then request time, then job id (deterministic).
+fn queue_order(jobs: &FastMap<JobId, JobState>, a: JobId, b: JobId) -> std::cmp::Ordering {
+    let k = |j: JobId| {
+        jobs.get(&j)
+            .and_then(|s| s.current.as_ref())
+            .map_or((f64::INFINITY, f64::INFINITY), |r| {
+                (r.key, r.submitted_at.secs())
+            })
+    };
+    let (ka, kb) = (k(a), k(b));
+    ka.0.total_cmp(&kb.0)
+        .then(ka.1.total_cmp(&kb.1))
+        .then(a.cmp(&b))
+}

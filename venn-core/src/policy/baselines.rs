@@ -1,0 +1,86 @@
+//! The baselines: `random` (Meta's and Apple's managers: each check-in goes to a uniformly
+//! random eligible job), `random-order` (the paper's optimised baseline: each request draws
+//! a random priority), `fifo` (request arrival order) and `srsf` (smallest remaining demand
+//! of the current request first).
+
+use super::{DeviceCtx, Policy, SchedView};
+use crate::ids::JobId;
+use crate::job::JobState;
+use crate::rng::SeededRng;
+
+/// Uniformly random eligible job per check-in.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Random;
+
+/// A random priority per round request.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RandomOrder;
+
+/// First come, first served by request arrival.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Fifo;
+
+/// Smallest remaining demand of the current request first.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Srsf;
+
+fn submitted(job: &JobState) -> f64 {
+    job.current
+        .as_ref()
+        .map_or(f64::INFINITY, |r| r.submitted_at.secs())
+}
+
+impl Policy for Random {
+    fn name(&self) -> &'static str {
+        "random"
+    }
+    fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
+        submitted(job)
+    }
+    fn select(
+        &mut self,
+        v: &SchedView<'_>,
+        d: &DeviceCtx<'_>,
+        rng: &mut SeededRng,
+    ) -> Option<JobId> {
+        v.random_job(d, rng)
+    }
+}
+
+impl Policy for RandomOrder {
+    fn name(&self) -> &'static str {
+        "random-order"
+    }
+    fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
+        job.current
+            .as_ref()
+            .map_or(f64::INFINITY, |r| r.random_priority)
+    }
+    fn select(&mut self, v: &SchedView<'_>, d: &DeviceCtx<'_>, _: &mut SeededRng) -> Option<JobId> {
+        v.best_head(d)
+    }
+}
+
+impl Policy for Fifo {
+    fn name(&self) -> &'static str {
+        "fifo"
+    }
+    fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
+        submitted(job)
+    }
+    fn select(&mut self, v: &SchedView<'_>, d: &DeviceCtx<'_>, _: &mut SeededRng) -> Option<JobId> {
+        v.best_head(d)
+    }
+}
+
+impl Policy for Srsf {
+    fn name(&self) -> &'static str {
+        "srsf"
+    }
+    fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
+        job.open_demand() as f64
+    }
+    fn select(&mut self, v: &SchedView<'_>, d: &DeviceCtx<'_>, _: &mut SeededRng) -> Option<JobId> {
+        v.best_head(d)
+    }
+}

@@ -1,0 +1,216 @@
+//! Scheduling policies behind one trait, in the named steps of a scheduling framework:
+//!
+//! - **queue-sort** ([`Policy::queue_key`]): the order of open requests inside a job group;
+//! - **filter** (the framework, [`SchedView::accepts`]): a device may only go to a job
+//!   whose group admits it, with open demand, inside the job's tier band if it has one,
+//!   and never twice to the same round;
+//! - **plan** ([`Policy::plan`]): re-planning when queues change (request arrival,
+//!   fulfilment, close), never per check-in;
+//! - **score/select** ([`Policy::select`]): the job an arriving device goes to;
+//! - **reserve/bind** (the framework, in [`crate::ResourceManager::check_in`]).
+//!
+//! Policies are chosen by name with [`by_name`].
+
+mod baselines;
+pub mod irs;
+mod tier;
+mod venn;
+
+pub use baselines::{Fifo, Random, RandomOrder, Srsf};
+pub use tier::{TierParams, choose_tier};
+pub use venn::Venn;
+
+use crate::error::CoreError;
+use crate::groups::Groups;
+use crate::groupset::{GroupIdx, GroupSet};
+use crate::hash::FastMap;
+use crate::ids::{DeviceId, JobId};
+use crate::job::{JobState, TierBand};
+use crate::profile::DeviceProfile;
+use crate::rng::SeededRng;
+use crate::supply::{ClassIdx, SupplyEstimator};
+use crate::time::Time;
+use serde::{Deserialize, Serialize};
+
+/// Read-only view of the manager's state handed to policies.
+pub struct SchedView<'a> {
+    /// All registered jobs.
+    pub jobs: &'a FastMap<JobId, JobState>,
+    /// Job groups and their queues.
+    pub groups: &'a Groups,
+    /// Check-in history per device class.
+    pub supply: &'a SupplyEstimator,
+    /// The current time.
+    pub now: Time,
+}
+
+/// The device being placed.
+pub struct DeviceCtx<'a> {
+    /// Its id.
+    pub device: DeviceId,
+    /// Its profile.
+    pub profile: &'a DeviceProfile,
+    /// Its class in the supply estimator.
+    pub class: ClassIdx,
+    /// Groups that admit it and have open demand (never empty when a policy is asked).
+    pub eligible: GroupSet,
+}
+
+impl SchedView<'_> {
+    /// The filter step: may `job` take this device? (Open demand and tier band.)
+    pub fn accepts(&self, job: JobId, dev: &DeviceCtx<'_>) -> bool {
+        let Some(j) = self.jobs.get(&job) else {
+            return false;
+        };
+        let Some(r) = &j.current else { return false };
+        if r.open_demand() == 0 || r.tasks.contains_key(&dev.device) {
+            return false;
+        }
+        match &r.tier {
+            None => true,
+            Some(band) => band.contains(dev.profile.task_seconds(j.spec.task_cost)),
+        }
+    }
+
+    /// The first job in group `g`'s queue that accepts the device.
+    pub fn first_fit(&self, g: GroupIdx, dev: &DeviceCtx<'_>) -> Option<JobId> {
+        let group = self.groups.get(g)?;
+        group.queue.iter().copied().find(|&j| self.accepts(j, dev))
+    }
+
+    /// Queue key of a queued job (its open round's key).
+    pub fn key(&self, job: JobId) -> f64 {
+        self.jobs
+            .get(&job)
+            .and_then(|j| j.current.as_ref())
+            .map_or(f64::INFINITY, |r| r.key)
+    }
+
+    /// Across all eligible groups, the accepting job with the smallest queue key
+    /// (ties: earliest request, then smallest id).
+    pub fn best_head(&self, dev: &DeviceCtx<'_>) -> Option<JobId> {
+        let mut best: Option<(f64, f64, JobId)> = None;
+        for g in dev.eligible.iter() {
+            if let Some(j) = self.first_fit(g, dev) {
+                let k = (self.key(j), self.submitted(j), j);
+                if best.is_none_or(|b| (k.0, k.1, k.2) < (b.0, b.1, b.2)) {
+                    best = Some(k);
+                }
+            }
+        }
+        best.map(|b| b.2)
+    }
+
+    fn submitted(&self, job: JobId) -> f64 {
+        self.jobs
+            .get(&job)
+            .and_then(|j| j.current.as_ref())
+            .map_or(f64::INFINITY, |r| r.submitted_at.secs())
+    }
+
+    /// A uniformly random accepting job among all eligible groups' queues.
+    pub fn random_job(&self, dev: &DeviceCtx<'_>, rng: &mut SeededRng) -> Option<JobId> {
+        let total: usize = dev
+            .eligible
+            .iter()
+            .filter_map(|g| self.groups.get(g))
+            .map(|g| g.queue.len())
+            .sum();
+        if total == 0 {
+            return None;
+        }
+        let mut pick = rng.below(total as u64) as usize;
+        for g in dev.eligible.iter() {
+            let q = &self.groups.get(g)?.queue;
+            if pick < q.len() {
+                let j = q[pick];
+                if self.accepts(j, dev) {
+                    return Some(j);
+                }
+                break;
+            }
+            pick -= q.len();
+        }
+        // The drawn job refused the device (tier band): fall back to any accepting job.
+        dev.eligible.iter().find_map(|g| self.first_fit(g, dev))
+    }
+
+    /// Number of registered jobs (M in the fair-share JCT).
+    pub fn active_jobs(&self) -> usize {
+        self.jobs.len()
+    }
+}
+
+/// A scheduling policy. See the module docs for the steps.
+pub trait Policy: Send + std::fmt::Debug {
+    /// The name it is selected by.
+    fn name(&self) -> &'static str;
+
+    /// Queue-sort key of a job with an open round; smaller is served first.
+    fn queue_key(&self, job: &JobState, view: &SchedView<'_>) -> f64;
+
+    /// Called once per submitted round request, before it is queued: may restrict the
+    /// request to a capacity tier.
+    fn on_request(
+        &mut self,
+        _job: &JobState,
+        _view: &SchedView<'_>,
+        _rng: &mut SeededRng,
+    ) -> Option<TierBand> {
+        None
+    }
+
+    /// Re-plan after queues changed.
+    fn plan(&mut self, _view: &SchedView<'_>) {}
+
+    /// The job the device goes to; `None` leaves it idle. Must return a job for which
+    /// [`SchedView::accepts`] holds (the framework checks).
+    fn select(
+        &mut self,
+        view: &SchedView<'_>,
+        dev: &DeviceCtx<'_>,
+        rng: &mut SeededRng,
+    ) -> Option<JobId>;
+}
+
+/// Tunables of the policies that have any.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicyParams {
+    /// Tier matching (Algorithm 2) settings for `venn`.
+    pub tiers: TierParams,
+    /// Fairness knob ε for `venn` (0 = plain IRS).
+    pub epsilon: f64,
+}
+
+impl Default for PolicyParams {
+    fn default() -> Self {
+        PolicyParams {
+            tiers: TierParams::default(),
+            epsilon: 0.0,
+        }
+    }
+}
+
+/// Names accepted by [`by_name`].
+pub const POLICY_NAMES: &[&str] = &["random", "random-order", "fifo", "srsf", "venn"];
+
+/// Builds a policy from its name.
+pub fn by_name(name: &str, params: PolicyParams) -> Result<Box<dyn Policy>, CoreError> {
+    Ok(match name {
+        "random" => Box::new(Random),
+        "random-order" => Box::new(RandomOrder),
+        "fifo" => Box::new(Fifo),
+        "srsf" => Box::new(Srsf),
+        "venn" => Box::new(Venn::new(params)),
+        "irs" => Box::new(Venn::new(PolicyParams {
+            tiers: TierParams::disabled(),
+            ..params
+        })),
+        other => {
+            return Err(CoreError::UnknownPolicy(
+                other.to_string(),
+                POLICY_NAMES.join(", ") + ", irs",
+            ));
+        }
+    })
+}

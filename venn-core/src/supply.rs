@@ -1,0 +1,290 @@
+//! Supply estimation: check-in counts per device class over a sliding window.
+//!
+//! Devices with identical profiles form one *class*; each class carries the set of
+//! job groups that admit it (its Venn-diagram cell). Counts live in a ring of time
+//! buckets per class, so |S_j| and |S_j ∩ S_k| are check-in rates over the window
+//! (paper §4.4), not instantaneous counts. When a group appears or disappears only the
+//! class bitsets change: the history keeps counting for the new diagram.
+
+use crate::groupset::{GroupIdx, GroupSet};
+use crate::hash::{FastHasher, FastMap};
+use crate::profile::{DeviceProfile, Requirement};
+use crate::time::Time;
+use serde::{Deserialize, Serialize};
+use std::hash::Hasher;
+
+/// Sliding-window settings of the supply estimator.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SupplyConfig {
+    /// Window length in seconds (paper: 24 h).
+    pub window_s: f64,
+    /// Number of buckets the window is split into (resolution of expiry).
+    pub buckets: usize,
+}
+
+impl Default for SupplyConfig {
+    fn default() -> Self {
+        SupplyConfig {
+            window_s: 24.0 * 3600.0,
+            buckets: 24,
+        }
+    }
+}
+
+/// Index of a device class inside one estimator (stable until the next compaction).
+pub type ClassIdx = u32;
+
+/// One device class: a distinct profile and the groups that admit it.
+#[derive(Clone, Debug)]
+pub struct DeviceClass {
+    /// The profile shared by every device of the class.
+    pub profile: DeviceProfile,
+    /// Groups that admit this class (its cell).
+    pub groups: GroupSet,
+    /// Check-ins inside the window.
+    pub in_window: u64,
+}
+
+/// Check-in counts per class over a sliding window.
+#[derive(Clone, Debug)]
+pub struct SupplyEstimator {
+    cfg: SupplyConfig,
+    bucket_len: f64,
+    head: Option<i64>,
+    first_seen: Option<Time>,
+    classes: Vec<DeviceClass>,
+    counts: Vec<u32>,
+    by_hash: FastMap<u64, ClassIdx>,
+    next_same_hash: Vec<ClassIdx>,
+    generation: u64,
+}
+
+const NO_CLASS: ClassIdx = ClassIdx::MAX;
+/// Compaction only pays off once there are many dead classes.
+const COMPACT_MIN_DEAD: usize = 4096;
+
+fn profile_hash(p: &DeviceProfile) -> u64 {
+    let mut h = FastHasher::default();
+    p.hash_key(&mut h);
+    h.finish()
+}
+
+impl SupplyEstimator {
+    /// An empty estimator.
+    pub fn new(cfg: SupplyConfig) -> Self {
+        let buckets = cfg.buckets.max(1);
+        SupplyEstimator {
+            cfg: SupplyConfig { buckets, ..cfg },
+            bucket_len: cfg.window_s.max(1e-9) / buckets as f64,
+            head: None,
+            first_seen: None,
+            classes: Vec::new(),
+            counts: Vec::new(),
+            by_hash: FastMap::default(),
+            next_same_hash: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> SupplyConfig {
+        self.cfg
+    }
+
+    /// Bumped whenever class indices change (compaction): cached per-class plans are stale.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// All classes, indexed by [`ClassIdx`].
+    pub fn classes(&self) -> &[DeviceClass] {
+        &self.classes
+    }
+
+    /// Seconds of history the counts cover: the window, or less early in a run.
+    pub fn effective_window(&self, now: Time) -> f64 {
+        match self.first_seen {
+            Some(t0) => now.since(t0).clamp(self.bucket_len, self.cfg.window_s),
+            None => self.cfg.window_s,
+        }
+    }
+
+    /// Finds (or creates) the class of `profile` without counting a check-in.
+    /// `classify` gives the admitting groups of a new class.
+    pub fn class_of(
+        &mut self,
+        profile: &DeviceProfile,
+        classify: impl FnOnce(&DeviceProfile) -> GroupSet,
+    ) -> ClassIdx {
+        let h = profile_hash(profile);
+        let mut c = self.by_hash.get(&h).copied().unwrap_or(NO_CLASS);
+        while c != NO_CLASS {
+            if self.classes[c as usize].profile.same_key(profile) {
+                return c;
+            }
+            c = self.next_same_hash[c as usize];
+        }
+        let idx = self.classes.len() as ClassIdx;
+        let prev = self.by_hash.insert(h, idx).unwrap_or(NO_CLASS);
+        self.next_same_hash.push(prev);
+        self.classes.push(DeviceClass {
+            profile: profile.clone(),
+            groups: classify(profile),
+            in_window: 0,
+        });
+        self.counts.extend(std::iter::repeat_n(0, self.cfg.buckets));
+        idx
+    }
+
+    /// Records one check-in of `class` at `now`, into the current bucket. Call
+    /// [`SupplyEstimator::advance`] first so that `now`'s bucket is the current one
+    /// (advancing may compact and renumber classes, so resolve `class` after it).
+    pub fn record(&mut self, class: ClassIdx, now: Time) {
+        let slot = self.head.unwrap_or(0).rem_euclid(self.cfg.buckets as i64) as usize;
+        self.counts[class as usize * self.cfg.buckets + slot] += 1;
+        self.classes[class as usize].in_window += 1;
+        if self.first_seen.is_none() {
+            self.first_seen = Some(now);
+        }
+    }
+
+    /// Moves the window to `now`, expiring old buckets. Returns `true` on compaction.
+    pub fn advance(&mut self, now: Time) -> bool {
+        let b = (now.secs() / self.bucket_len).floor() as i64;
+        let head = match self.head {
+            None => {
+                self.head = Some(b);
+                return false;
+            }
+            Some(h) => h,
+        };
+        if b <= head {
+            // Same bucket, or a late input: counted in the current bucket.
+            return false;
+        }
+        let nb = self.cfg.buckets as i64;
+        let steps = (b - head).min(nb);
+        for k in 1..=steps {
+            let slot = (head + k).rem_euclid(nb) as usize;
+            for (c, class) in self.classes.iter_mut().enumerate() {
+                let cell = &mut self.counts[c * self.cfg.buckets + slot];
+                class.in_window -= *cell as u64;
+                *cell = 0;
+            }
+        }
+        self.head = Some(b);
+        self.maybe_compact()
+    }
+
+    fn maybe_compact(&mut self) -> bool {
+        let dead = self.classes.iter().filter(|c| c.in_window == 0).count();
+        if dead < COMPACT_MIN_DEAD || dead * 2 < self.classes.len() {
+            return false;
+        }
+        let nb = self.cfg.buckets;
+        let old_classes = std::mem::take(&mut self.classes);
+        let old_counts = std::mem::take(&mut self.counts);
+        self.by_hash.clear();
+        self.next_same_hash.clear();
+        for (i, class) in old_classes.into_iter().enumerate() {
+            if class.in_window == 0 {
+                continue;
+            }
+            let idx = self.classes.len() as ClassIdx;
+            let h = profile_hash(&class.profile);
+            let prev = self.by_hash.insert(h, idx).unwrap_or(NO_CLASS);
+            self.next_same_hash.push(prev);
+            self.counts
+                .extend_from_slice(&old_counts[i * nb..(i + 1) * nb]);
+            self.classes.push(class);
+        }
+        self.generation += 1;
+        true
+    }
+
+    /// Updates every class's bit for group `g` (a new group, or a freed slot with `None`).
+    pub fn set_group(&mut self, g: GroupIdx, requirement: Option<&Requirement>) {
+        for class in &mut self.classes {
+            match requirement {
+                Some(r) if r.admits(&class.profile) => class.groups.insert(g),
+                _ => class.groups.remove(g),
+            }
+        }
+    }
+
+    /// Check-ins in the window of devices that group `g` admits (|S_g|).
+    pub fn group_supply(&self, g: GroupIdx) -> u64 {
+        self.classes
+            .iter()
+            .filter(|c| c.groups.contains(g))
+            .map(|c| c.in_window)
+            .sum()
+    }
+
+    /// Check-ins per second of devices that group `g` admits.
+    pub fn group_rate(&self, g: GroupIdx, now: Time) -> f64 {
+        self.group_supply(g) as f64 / self.effective_window(now)
+    }
+
+    /// Window counts per non-empty cell of the current Venn diagram.
+    pub fn cells(&self) -> Vec<(GroupSet, u64)> {
+        let mut map: FastMap<GroupSet, u64> = FastMap::default();
+        for c in &self.classes {
+            if !c.groups.is_empty() {
+                *map.entry(c.groups).or_default() += c.in_window;
+            }
+        }
+        let mut v: Vec<_> = map.into_iter().collect();
+        v.sort_by_key(|(g, _)| g.iter().map(|x| x.0).collect::<Vec<_>>());
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(mem: f64) -> DeviceProfile {
+        DeviceProfile::new(1.0, mem, 6.0)
+    }
+
+    #[test]
+    fn counts_expire_after_the_window() {
+        let mut s = SupplyEstimator::new(SupplyConfig {
+            window_s: 100.0,
+            buckets: 10,
+        });
+        let c = s.class_of(&dev(1.0), |_| GroupSet::EMPTY);
+        for t in 0..50 {
+            s.advance(Time(t as f64));
+            s.record(c, Time(t as f64));
+        }
+        assert_eq!(s.classes()[c as usize].in_window, 50);
+        s.advance(Time(120.0));
+        // The window at t=120 is buckets [30,130): check-ins at t=30..49 remain.
+        assert_eq!(s.classes()[c as usize].in_window, 20);
+        s.advance(Time(1000.0));
+        assert_eq!(s.classes()[c as usize].in_window, 0);
+    }
+
+    #[test]
+    fn same_profile_same_class_and_group_bits_follow_requirements() {
+        let mut s = SupplyEstimator::new(SupplyConfig::default());
+        let a = s.class_of(&dev(1.0), |_| GroupSet::EMPTY);
+        let b = s.class_of(&dev(2.0), |_| GroupSet::EMPTY);
+        assert_eq!(a, s.class_of(&dev(1.0), |_| GroupSet::EMPTY));
+        assert_ne!(a, b);
+        for _ in 0..3 {
+            s.record(a, Time(1.0));
+        }
+        s.record(b, Time(1.0));
+        let big = Requirement::scores(0.0, 2.0, 0.0);
+        s.set_group(GroupIdx(0), Some(&Requirement::any()));
+        s.set_group(GroupIdx(1), Some(&big));
+        assert_eq!(s.group_supply(GroupIdx(0)), 4);
+        assert_eq!(s.group_supply(GroupIdx(1)), 1);
+        assert_eq!(s.cells().len(), 2);
+        s.set_group(GroupIdx(1), None);
+        assert_eq!(s.group_supply(GroupIdx(1)), 0);
+    }
+}

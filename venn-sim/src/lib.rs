@@ -1,5 +1,14 @@
 //! Event-driven simulator on a virtual clock that replays device-availability and
 //! job traces through `venn-core`, and re-derives the Venn paper's evaluation.
 //!
-//! Not built yet: trace loaders, the synthetic availability generator, the event
-//! loop and the `venn-sim` CLI will live here.
+//! Modules:
+//! - [`input`]: everything the simulator reads or synthesises before it starts:
+//!   the availability trace (Venn CSV or FedScale per-client JSON) and its
+//!   5-day replay expansion, device capacity and eligibility tables, job traces
+//!   and the job generator, and the synthetic availability generator that stands
+//!   in for the FedScale trace we do not have.
+//!
+//! Still to come: the event loop (`engine`) and the remaining `venn-sim` CLI
+//! subcommands (run, compare, table1, breakdown, sweep, overhead).
+
+pub mod input;

@@ -50,6 +50,7 @@
 pub mod availability;
 pub mod devices;
 mod error;
+pub mod jobs;
 mod lines;
 
 pub use availability::{AvailabilityTrace, CheckIn, CheckInRow, Replay, ReplayOptions};
@@ -58,6 +59,10 @@ pub use devices::{
     SpecMask, SpecTable,
 };
 pub use error::InputError;
+pub use jobs::{
+    CatalogEntry, JobCatalog, JobGenOptions, JobRow, JobTrace, WorkloadConfig, WorkloadConfigs,
+    generate_jobs, resolve_workload,
+};
 
 use std::path::PathBuf;
 

@@ -52,6 +52,7 @@ pub mod devices;
 mod error;
 pub mod jobs;
 mod lines;
+pub mod synthetic;
 
 pub use availability::{AvailabilityTrace, CheckIn, CheckInRow, Replay, ReplayOptions};
 pub use devices::{
@@ -63,6 +64,7 @@ pub use jobs::{
     CatalogEntry, JobCatalog, JobGenOptions, JobRow, JobTrace, WorkloadConfig, WorkloadConfigs,
     generate_jobs, resolve_workload,
 };
+pub use synthetic::{SyntheticOptions, SyntheticRows};
 
 use std::path::PathBuf;
 

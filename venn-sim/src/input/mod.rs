@@ -39,7 +39,8 @@
 //! arithmetic. The synthetic generator's defaults (107,749 devices, FedScale's
 //! client count, at 2.94 check-ins per device-day for 7 days) give that many
 //! rows per week. Its diurnal shape and session lengths are documented in
-//! [`synthetic`].
+//! [`synthetic`]. `venn-sim gen-trace --out FILE` writes the default trace
+//! (about 2.21 M rows, 60 MB, in about a second in release).
 //!
 //! # Randomness
 //!

@@ -6,7 +6,10 @@ use venn_core::{DeviceProfile, Requirement, SeededRng};
 
 /// A device with the given memory score (the tests' eligibility attribute).
 pub fn mem_device(t: f64, mem: f64) -> InstanceDevice {
-    InstanceDevice { time: t, profile: DeviceProfile::new(1.0, mem, 1.0) }
+    InstanceDevice {
+        time: t,
+        profile: DeviceProfile::new(1.0, mem, 1.0),
+    }
 }
 
 /// Needs memory ≥ `mem`.
@@ -39,7 +42,10 @@ pub fn random_instance(rng: &mut SeededRng) -> Instance {
                     p.tags.push(format!("t{k}"));
                 }
             }
-            InstanceDevice { time: 1.0 + i as f64, profile: p }
+            InstanceDevice {
+                time: 1.0 + i as f64,
+                profile: p,
+            }
         })
         .collect();
     let jobs = (0..n_jobs)
@@ -52,7 +58,11 @@ pub fn random_instance(rng: &mut SeededRng) -> Instance {
                 r = r.with_tag(format!("t{}", rng.below(kinds)));
             }
             InstanceJob {
-                arrival: if rng.f64() < 0.5 { 0.0 } else { rng.below(8) as f64 },
+                arrival: if rng.f64() < 0.5 {
+                    0.0
+                } else {
+                    rng.below(8) as f64
+                },
                 demand: 1 + rng.below(5) as u32,
                 requirement: r,
             }

@@ -24,12 +24,23 @@ fn irs_matches_the_optimum_on_nested_groups() {
             for d in [2, 3, 4, 6] {
                 let mut jobs = Vec::new();
                 for _ in 0..qa {
-                    jobs.push(InstanceJob { arrival: 0.0, demand: d, requirement: needs_mem(1.0) });
+                    jobs.push(InstanceJob {
+                        arrival: 0.0,
+                        demand: d,
+                        requirement: needs_mem(1.0),
+                    });
                 }
                 for _ in 0..qb {
-                    jobs.push(InstanceJob { arrival: 0.0, demand: d, requirement: needs_mem(2.0) });
+                    jobs.push(InstanceJob {
+                        arrival: 0.0,
+                        demand: d,
+                        requirement: needs_mem(2.0),
+                    });
                 }
-                let inst = Instance { jobs, devices: nested_stream(200, x) };
+                let inst = Instance {
+                    jobs,
+                    devices: nested_stream(200, x),
+                };
                 let opt = solve(&inst).unwrap().avg_jct(&inst).unwrap();
                 let irs = run_policy(&inst, "irs", PolicyParams::default(), 1, true)
                     .unwrap()
@@ -41,13 +52,26 @@ fn irs_matches_the_optimum_on_nested_groups() {
                     exact += 1;
                 }
                 if gap > worst.0 {
-                    worst = (gap, format!("x={x} qa={qa} qb={qb} d={d}: irs {irs} opt {opt}"));
+                    worst = (
+                        gap,
+                        format!("x={x} qa={qa} qb={qb} d={d}: irs {irs} opt {opt}"),
+                    );
                 }
                 cases += 1;
             }
         }
     }
-    println!("nested sweep: {exact}/{cases} exact, worst gap {:.3} s ({})", worst.0, worst.1);
-    assert!(worst.0 < 1.0, "IRS lost more than one check-in interval: {}", worst.1);
-    assert!(exact * 5 >= cases * 4, "only {exact} of {cases} cases optimal");
+    println!(
+        "nested sweep: {exact}/{cases} exact, worst gap {:.3} s ({})",
+        worst.0, worst.1
+    );
+    assert!(
+        worst.0 < 1.0,
+        "IRS lost more than one check-in interval: {}",
+        worst.1
+    );
+    assert!(
+        exact * 5 >= cases * 4,
+        "only {exact} of {cases} cases optimal"
+    );
 }

@@ -29,12 +29,17 @@ fn irs_is_bounded_by_and_close_to_the_optimum() {
             incomplete += 1;
             continue;
         };
-        assert!(irs >= opt - 1e-9, "IRS beat the optimum: {irs} < {opt} on {inst:?}");
+        assert!(
+            irs >= opt - 1e-9,
+            "IRS beat the optimum: {irs} < {opt} on {inst:?}"
+        );
         ratios.push(irs / opt);
     }
     let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
     let worst = ratios.iter().cloned().fold(1.0, f64::max);
-    println!("random instances: mean IRS/opt {mean:.4}, worst {worst:.3}, {incomplete} left incomplete");
+    println!(
+        "random instances: mean IRS/opt {mean:.4}, worst {worst:.3}, {incomplete} left incomplete"
+    );
     assert!(mean <= 1.10, "mean ratio {mean}");
     assert!(incomplete * 10 <= ratios.len(), "{incomplete} incomplete");
 }

@@ -1,8 +1,8 @@
 //! IRS against the exact optimum on 300 random small instances (2–4 jobs, 24–39
 //! devices, random tag eligibility and arrivals): IRS never beats the optimum — a bound
 //! that fails if either side is wrong — and its mean average-JCT ratio to the optimum
-//! stays under the documented threshold (measured 1.085 with seed 2024, against 1.047 for
-//! `srsf`, 1.131 for `fifo` and 1.166 for `random`; threshold 1.10, short of the 1.05 goal).
+//! stays under the documented threshold (measured 1.029 with seed 2024, worst 1.385; for
+//! comparison srsf 1.047, fifo 1.131, random 1.166; threshold 1.05, the goal).
 
 mod common;
 
@@ -40,6 +40,6 @@ fn irs_is_bounded_by_and_close_to_the_optimum() {
     println!(
         "random instances: mean IRS/opt {mean:.4}, worst {worst:.3}, {incomplete} left incomplete"
     );
-    assert!(mean <= 1.10, "mean ratio {mean}");
+    assert!(mean <= 1.05, "mean ratio {mean}");
     assert!(incomplete * 10 <= ratios.len(), "{incomplete} incomplete");
 }

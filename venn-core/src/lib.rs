@@ -19,6 +19,7 @@
 //!   close) → [`Decision`]s.
 //! - [`policy`]: the [`Policy`] trait and the policies: `venn` (IRS + tier matching +
 //!   fairness ε), `irs` (venn without tiers), `random`, `random-order`, `fifo`, `srsf`.
+//! - [`restore`]: re-feeding persisted jobs, rounds and check-ins after a restart.
 //! - [`optimal`]: an exact solver for small IRS instances (the yardstick) and a driver
 //!   that replays such an instance through any policy.
 //!
@@ -53,6 +54,7 @@ pub mod manager;
 pub mod optimal;
 pub mod policy;
 pub mod profile;
+pub mod restore;
 pub mod rng;
 pub mod supply;
 pub mod time;

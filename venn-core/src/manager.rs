@@ -458,6 +458,31 @@ impl ResourceManager {
 
     // ---- internals ----------------------------------------------------------------
 
+    pub(crate) fn job_mut(&mut self, id: JobId) -> Option<&mut JobState> {
+        self.jobs.get_mut(&id)
+    }
+
+    pub(crate) fn rng_f64(&mut self) -> f64 {
+        self.rng.f64()
+    }
+
+    pub(crate) fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
+    pub(crate) fn enqueue_restored(&mut self, group: crate::groupset::GroupIdx, job: JobId) {
+        self.groups.enqueue(group, job);
+    }
+
+    pub(crate) fn observe(&mut self, profile: &DeviceProfile, at: Time, count: u32) {
+        if self.supply.advance(at) {
+            self.dirty = true;
+        }
+        let groups = &self.groups;
+        let class = self.supply.class_of(profile, |p| groups.admitting(p));
+        self.supply.record_n(class, at, count);
+    }
+
     /// Reserve and bind: record the task, shrink the open demand, keep the queue sorted.
     fn bind(
         &mut self,

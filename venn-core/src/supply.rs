@@ -140,9 +140,14 @@ impl SupplyEstimator {
     /// [`SupplyEstimator::advance`] first so that `now`'s bucket is the current one
     /// (advancing may compact and renumber classes, so resolve `class` after it).
     pub fn record(&mut self, class: ClassIdx, now: Time) {
+        self.record_n(class, now, 1);
+    }
+
+    /// Records `n` check-ins of `class` at `now` (see [`SupplyEstimator::record`]).
+    pub fn record_n(&mut self, class: ClassIdx, now: Time, n: u32) {
         let slot = self.head.unwrap_or(0).rem_euclid(self.cfg.buckets as i64) as usize;
-        self.counts[class as usize * self.cfg.buckets + slot] += 1;
-        self.classes[class as usize].in_window += 1;
+        self.counts[class as usize * self.cfg.buckets + slot] += n;
+        self.classes[class as usize].in_window += n as u64;
         if self.first_seen.is_none() {
             self.first_seen = Some(now);
         }

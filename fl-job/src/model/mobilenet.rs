@@ -1,0 +1,126 @@
+//! MobileNet-V2 adapted to 1 × 28 × 28 FEMNIST.
+//!
+//! The standard inverted-residual table (expansion t, channels c, repeats n, stride s) with
+//! a width multiplier on every channel count (rounded to a multiple of 8, as in the paper's
+//! reference code; the 1280-channel head only grows, never shrinks). The stem is a 3 × 3
+//! *stride-1* convolution, since 28 × 28 is already small; the stage strides stay standard,
+//! so the maps go 28 → 14 → 7 → 4 → 2. Keeping those strides (rather than CIFAR-style
+//! stride-1 early stages) made training 2.5–3× faster in a probe here, because depthwise
+//! backward on large maps is the slow part on the CPU backend.
+
+use burn::module::Module;
+use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig};
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::{Device, Tensor};
+
+use super::layers::{Act, ConvBn};
+
+/// (expansion, channels, repeats, first stride) per stage, from the MobileNet-V2 paper.
+const STAGES: [(usize, usize, usize, usize); 7] = [
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+];
+
+/// `c · width` rounded to the nearest multiple of 8, never below 8 nor 10 % under `c · width`.
+fn scaled(c: usize, width: f64) -> usize {
+    let v = c as f64 * width;
+    let mut r = (((v + 4.0) / 8.0).floor() as usize * 8).max(8);
+    if (r as f64) < 0.9 * v {
+        r += 8;
+    }
+    r
+}
+
+/// Expand (1 × 1) → depthwise 3 × 3 → project (1 × 1, linear), with a skip when shapes match.
+#[derive(Module, Debug)]
+pub struct InvertedResidual {
+    expand: Option<ConvBn>,
+    depthwise: ConvBn,
+    project: ConvBn,
+    residual: bool,
+}
+
+impl InvertedResidual {
+    fn new(cin: usize, cout: usize, stride: usize, t: usize, device: &Device) -> Self {
+        let hidden = cin * t;
+        Self {
+            expand: (t != 1).then(|| ConvBn::new([cin, hidden], 1, 1, 1, Act::Relu6, device)),
+            depthwise: ConvBn::new([hidden, hidden], 3, stride, hidden, Act::Relu6, device),
+            project: ConvBn::new([hidden, cout], 1, 1, 1, Act::None, device),
+            residual: stride == 1 && cin == cout,
+        }
+    }
+
+    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let h = match &self.expand {
+            Some(e) => e.forward(x.clone()),
+            None => x.clone(),
+        };
+        let y = self.project.forward(self.depthwise.forward(h));
+        if self.residual { x + y } else { y }
+    }
+}
+
+/// MobileNet-V2 for 28 × 28 grey images.
+#[derive(Module, Debug)]
+pub struct MobileNetV2 {
+    stem: ConvBn,
+    blocks: Vec<InvertedResidual>,
+    head: ConvBn,
+    pool: AdaptiveAvgPool2d,
+    classifier: Linear,
+}
+
+impl MobileNetV2 {
+    /// A freshly initialised MobileNet-V2 with width multiplier `width` and `classes` outputs.
+    pub fn new(width: f64, classes: usize, device: &Device) -> Self {
+        let mut cin = scaled(32, width);
+        let stem = ConvBn::new([1, cin], 3, 1, 1, Act::Relu6, device);
+        let mut blocks = Vec::new();
+        for (t, c, n, s) in STAGES {
+            let cout = scaled(c, width);
+            for i in 0..n {
+                let stride = if i == 0 { s } else { 1 };
+                blocks.push(InvertedResidual::new(cin, cout, stride, t, device));
+                cin = cout;
+            }
+        }
+        let last = scaled(1280, width.max(1.0));
+        Self {
+            stem,
+            blocks,
+            head: ConvBn::new([cin, last], 1, 1, 1, Act::Relu6, device),
+            pool: AdaptiveAvgPool2dConfig::new([1, 1]).init(),
+            classifier: LinearConfig::new(last, classes).init(device),
+        }
+    }
+
+    /// Logits `[n, classes]` for images `[n, 1, 28, 28]`.
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        let mut x = self.stem.forward(x);
+        for b in &self.blocks {
+            x = b.forward(x);
+        }
+        let x = self.head.forward(x);
+        self.classifier.forward(self.pool.forward(x).flatten(1, 3))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scaled;
+
+    #[test]
+    fn width_rounding_matches_the_reference_rule() {
+        assert_eq!(scaled(32, 1.0), 32);
+        assert_eq!(scaled(32, 0.5), 16);
+        assert_eq!(scaled(24, 0.5), 16);
+        assert_eq!(scaled(16, 0.5), 8);
+        assert_eq!(scaled(1280, 1.0), 1280);
+    }
+}

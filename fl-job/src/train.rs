@@ -1,0 +1,110 @@
+//! Local training: cross-entropy and SGD with momentum over one partition.
+
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{GradientsParams, SgdConfig};
+use burn::tensor::Device;
+use datasets::SampleView;
+use serde::{Deserialize, Serialize};
+
+use crate::config::TrainConfig;
+use crate::error::FlError;
+use crate::model::Model;
+
+/// What one call of [`train_local`] did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainStats {
+    /// SGD steps taken.
+    pub steps: usize,
+    /// Samples processed (counting repeats over epochs).
+    pub samples: usize,
+    /// Mean training loss over all steps, weighted by batch size.
+    pub mean_loss: f64,
+    /// Training loss of the last step.
+    pub last_loss: f64,
+    /// Wall time in seconds.
+    pub seconds: f64,
+}
+
+/// Train `model` on `data` with `cfg` on `device` (autodiff is added here) and return the
+/// trained model in evaluation form (no autodiff) with statistics.
+///
+/// A fresh optimizer is made per call: optimizer state is keyed by parameter ids, which a
+/// FedAvg or a weight load replaces, so momentum never carries across rounds (as in FedAvg).
+/// `on_step(step, loss)` is called after every step, e.g. to drive a progress bar.
+pub fn train_local_with(
+    model: Model,
+    data: SampleView<'_>,
+    cfg: &TrainConfig,
+    device: &Device,
+    mut on_step: impl FnMut(usize, f64),
+) -> Result<(Model, TrainStats), FlError> {
+    cfg.validate()?;
+    let start = Instant::now();
+    let ad = device.clone().autodiff();
+    let mut model = model.to_device(&ad).train();
+    let momentum = (cfg.momentum > 0.0).then(|| {
+        MomentumConfig::new()
+            .with_momentum(cfg.momentum)
+            .with_dampening(0.0)
+    });
+    let weight_decay =
+        (cfg.weight_decay > 0.0).then(|| WeightDecayConfig::new(cfg.weight_decay as f32));
+    let mut optim = SgdConfig::new()
+        .with_momentum(momentum)
+        .with_weight_decay(weight_decay)
+        .init();
+    let loss_fn = CrossEntropyLossConfig::new().init(&ad);
+    let max_steps = cfg.max_steps.unwrap_or(usize::MAX);
+    let epochs = if cfg.max_steps.is_some() {
+        cfg.local_epochs
+            .max(1)
+            .max(max_steps.div_ceil(data.len().div_ceil(cfg.batch_size).max(1)))
+    } else {
+        cfg.local_epochs
+    };
+    let (mut steps, mut samples, mut loss_sum, mut last_loss) = (0, 0, 0.0, f64::NAN);
+    'epochs: for epoch in 0..epochs {
+        for batch in data.batches(cfg.batch_size, Some(cfg.seed.wrapping_add(epoch as u64))) {
+            if steps >= max_steps {
+                break 'epochs;
+            }
+            let (images, labels) = batch.to_tensors(&ad);
+            let loss = loss_fn.forward(model.forward(images), labels);
+            let value: f64 = loss.clone().into_scalar::<f32>().into();
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            model = optim.step(cfg.lr, model, grads);
+            steps += 1;
+            samples += batch.len();
+            loss_sum += value * batch.len() as f64;
+            last_loss = value;
+            on_step(steps, value);
+        }
+    }
+    let stats = TrainStats {
+        steps,
+        samples,
+        mean_loss: if samples > 0 {
+            loss_sum / samples as f64
+        } else {
+            f64::NAN
+        },
+        last_loss,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    Ok((model.valid().to_device(device), stats))
+}
+
+/// [`train_local_with`] without a per-step callback.
+pub fn train_local(
+    model: Model,
+    data: SampleView<'_>,
+    cfg: &TrainConfig,
+    device: &Device,
+) -> Result<(Model, TrainStats), FlError> {
+    train_local_with(model, data, cfg, device, |_, _| {})
+}

@@ -1,0 +1,40 @@
+//! Helpers shared by the integration tests: small models and a synthetic batch.
+
+#![allow(dead_code)]
+
+use burn::tensor::Device;
+use datasets::{IMAGE_PIXELS, Samples};
+use fl_job::{Model, ModelKind};
+
+/// The CPU device the tests run on.
+pub fn device() -> Device {
+    Device::flex()
+}
+
+/// A ResNet-18 small enough to train in milliseconds.
+pub const TINY_RESNET: ModelKind = ModelKind::ResNet18 { base_width: 4 };
+/// A MobileNet-V2 at the smallest sensible width.
+pub const TINY_MOBILENET: ModelKind = ModelKind::MobileNetV2 { width: 0.25 };
+
+/// A fresh model of `kind`.
+pub fn model(kind: ModelKind) -> Model {
+    kind.init(&device())
+}
+
+/// `n` synthetic samples: label `i % classes`, with a bar whose position encodes the label,
+/// so the task is learnable.
+pub fn samples(n: usize, classes: u8) -> Samples {
+    let mut s = Samples::default();
+    for i in 0..n {
+        let label = (i % classes as usize) as u8;
+        let mut img = vec![255u8; IMAGE_PIXELS];
+        let row = 2 + 3 * label as usize % 24;
+        for c in 4..24 {
+            img[row * 28 + c] = 0;
+            img[(row + 1) * 28 + c] = 30;
+        }
+        s.images.extend(img);
+        s.labels.push(label);
+    }
+    s
+}

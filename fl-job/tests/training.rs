@@ -1,0 +1,113 @@
+//! Models, local training and evaluation on tiny synthetic data.
+
+mod common;
+
+use burn::module::Module;
+use burn::tensor::{Distribution, Tensor};
+use common::{TINY_MOBILENET, TINY_RESNET, device, model, samples};
+use fl_job::{ModelKind, TrainConfig, evaluate, train_local};
+
+#[test]
+fn models_map_28x28_to_62_logits_and_have_the_reference_sizes() {
+    for kind in [TINY_RESNET, TINY_MOBILENET] {
+        let x = Tensor::<4>::random([3, 1, 28, 28], Distribution::Default, &device());
+        assert_eq!(model(kind).forward(x).dims(), [3, 62], "{kind}");
+    }
+    // Trainable parameter counts of the reference architectures (a probe on this machine
+    // and the torchvision layouts with a 1-channel stem and 62 classes).
+    let count = |k: ModelKind| {
+        fl_job::read_shapes(&model(k))
+            .iter()
+            .filter(|(p, _)| !p.ends_with("running_mean") && !p.ends_with("running_var"))
+            .map(|(_, s)| s.iter().product::<usize>())
+            .sum::<usize>()
+    };
+    assert_eq!(count(ModelKind::ResNet18 { base_width: 16 }), 707_886);
+    assert_eq!(count(ModelKind::MobileNetV2 { width: 0.5 }), 766_814);
+}
+
+#[test]
+fn model_kinds_parse_and_print() {
+    for s in ["resnet18:16", "mobilenet_v2:0.5"] {
+        assert_eq!(s.parse::<ModelKind>().unwrap().to_string(), s);
+    }
+    assert_eq!(
+        "resnet18".parse::<ModelKind>().unwrap(),
+        ModelKind::ResNet18 { base_width: 64 }
+    );
+    assert_eq!(
+        "MobileNetV2".parse::<ModelKind>().unwrap(),
+        ModelKind::MobileNetV2 { width: 1.0 }
+    );
+    assert!("vgg16".parse::<ModelKind>().is_err());
+    assert!("resnet18:0".parse::<ModelKind>().is_err());
+    let json = serde_json::to_string(&ModelKind::ResNet18 { base_width: 16 }).unwrap();
+    assert_eq!(json, r#"{"model":"resnet18","base_width":16}"#);
+}
+
+#[test]
+fn train_config_is_serde_and_validated() {
+    let cfg: TrainConfig = serde_json::from_str(r#"{"lr": 0.1, "local_epochs": 2}"#).unwrap();
+    assert_eq!((cfg.lr, cfg.local_epochs, cfg.batch_size), (0.1, 2, 20));
+    assert!(serde_json::from_str::<TrainConfig>(r#"{"learning_rate": 0.1}"#).is_err());
+    let bad = TrainConfig {
+        batch_size: 0,
+        ..Default::default()
+    };
+    assert!(bad.validate().is_err());
+}
+
+#[test]
+fn a_few_sgd_steps_lower_the_loss_on_a_fixed_batch() {
+    let data = samples(16, 4);
+    let cfg = TrainConfig {
+        lr: 0.05,
+        batch_size: 16,
+        max_steps: Some(8),
+        ..Default::default()
+    };
+    for kind in [TINY_RESNET, TINY_MOBILENET] {
+        let m = model(kind);
+        // Loss under training-mode BatchNorm, measured by a zero-lr step on the same batch.
+        let probe = |m: fl_job::Model| {
+            let zero = TrainConfig {
+                lr: 1e-12,
+                max_steps: Some(1),
+                ..cfg.clone()
+            };
+            train_local(m, data.view(), &zero, &device())
+                .unwrap()
+                .1
+                .last_loss
+        };
+        let before = probe(m.clone());
+        let (trained, stats) = train_local(m, data.view(), &cfg, &device()).unwrap();
+        assert_eq!((stats.steps, stats.samples), (8, 128));
+        let after = probe(trained.clone());
+        assert!(after < 0.8 * before, "{kind}: loss {before} -> {after}");
+        let eval = evaluate(&trained, data.view(), 8, &device());
+        assert_eq!(eval.samples, 16);
+        assert!(eval.loss.is_finite() && (0.0..=1.0).contains(&eval.accuracy));
+    }
+}
+
+#[test]
+fn training_steps_and_epochs_are_honoured() {
+    let data = samples(10, 2);
+    let cfg = TrainConfig {
+        batch_size: 4,
+        local_epochs: 2,
+        ..Default::default()
+    };
+    let (m, stats) = train_local(model(TINY_RESNET), data.view(), &cfg, &device()).unwrap();
+    assert_eq!((stats.steps, stats.samples), (6, 20));
+    // The returned model is a plain (non-autodiff) model that trains again.
+    assert!(!m.devices()[0].is_autodiff());
+    let more = TrainConfig {
+        max_steps: Some(5),
+        local_epochs: 1,
+        ..cfg
+    };
+    let (_, stats) = train_local(m, data.view(), &more, &device()).unwrap();
+    assert_eq!(stats.steps, 5);
+}

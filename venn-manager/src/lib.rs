@@ -1,4 +1,29 @@
-//! The live resource manager: an axum HTTP service that drives `venn-core` on the
-//! wall clock, with its state in embedded SQLite.
+//! # venn-manager — the live resource manager
 //!
-//! Not built yet: the `/v1` API, persistence and `/metrics` will live here.
+//! An axum HTTP service that drives `venn-core`'s `ResourceManager` on the wall clock,
+//! with its state in embedded SQLite so that a restarted manager resumes every job, round
+//! and outstanding task.
+//!
+//! ## Layout
+//! - [`dto`]: request/response bodies of the `/v1` API (shared with the clients).
+//! - [`api`]: the router, one file per resource; [`error`]: JSON errors.
+//! - [`service`]: the domain logic behind the handlers: core + store in one critical
+//!   section, leases, the deadline sweeper, restart recovery.
+//! - [`store`]: the SQLite schema and queries; [`metrics`]: Prometheus rendering.
+//! - [`clock`], [`settings`]: time source and knobs.
+//! - [`server`]: serving with background sweeps and graceful shutdown.
+
+pub mod api;
+pub mod clock;
+pub mod dto;
+pub mod error;
+pub mod metrics;
+pub mod server;
+pub mod service;
+pub mod settings;
+pub mod store;
+
+pub use api::router;
+pub use clock::Clock;
+pub use service::Manager;
+pub use settings::Settings;

@@ -1,0 +1,70 @@
+//! Extractors that turn malformed requests into JSON errors naming the problem
+//! (axum's defaults answer in plain text).
+
+use crate::error::AppError;
+use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+/// A JSON body; rejections become 400/413/415 with the serde message (which names the
+/// field and position).
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, AppError> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+            Err(rej) => Err(json_rejection(rej)),
+        }
+    }
+}
+
+fn json_rejection(rej: JsonRejection) -> AppError {
+    let status = rej.status();
+    let text = rej.body_text();
+    let code = match rej {
+        JsonRejection::JsonDataError(_) => "invalid_body",
+        JsonRejection::JsonSyntaxError(_) => "malformed_json",
+        JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
+        _ if status == StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        _ => "bad_request",
+    };
+    let field = text
+        .split('`')
+        .nth(1)
+        .filter(|_| text.contains("missing field") || text.contains("unknown field"))
+        .map(str::to_string);
+    let status = if status == StatusCode::UNPROCESSABLE_ENTITY {
+        StatusCode::BAD_REQUEST
+    } else {
+        status
+    };
+    AppError {
+        status,
+        code,
+        message: text,
+        field,
+    }
+}
+
+/// Path parameters; a non-numeric id becomes a 400 naming the parameter.
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(v)) => Ok(ApiPath(v)),
+            Err(rej) => Err(path_rejection(rej)),
+        }
+    }
+}
+
+fn path_rejection(rej: PathRejection) -> AppError {
+    AppError::new(StatusCode::BAD_REQUEST, "invalid_path", rej.body_text())
+}

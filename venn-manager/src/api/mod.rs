@@ -1,0 +1,56 @@
+//! The HTTP API: `fn router(manager) -> Router`, one file per resource.
+//!
+//! | method & path | who | what |
+//! |---|---|---|
+//! | `POST /v1/jobs` | job | register → `{job_id, token}` |
+//! | `GET /v1/jobs/{id}` | anyone | job status |
+//! | `POST /v1/jobs/{id}/rounds` | job (bearer) | submit a round request |
+//! | `GET /v1/jobs/{id}/rounds/{round}` | anyone | round status |
+//! | `POST /v1/jobs/{id}/rounds/{round}/close` | job (bearer) | close: success or abort |
+//! | `POST /v1/jobs/{id}/finish` | job (bearer) | the job completed |
+//! | `DELETE /v1/jobs/{id}` | job (bearer) | cancel the job |
+//! | `POST /v1/check-in` | device | → assignment or `retry_after_s` |
+//! | `POST /v1/tasks/{token}/{ack,finished,failed}` | device or job | task outcome |
+//! | `GET /v1/tasks/{token}` | job | who holds this task token |
+//! | `GET /v1/status` | anyone | jobs, queues, groups, supply per region |
+//! | `GET /metrics` | Prometheus | counters, gauges, decision latency |
+//! | `GET /healthz` | anyone | liveness |
+
+mod devices;
+mod extract;
+mod jobs;
+mod rounds;
+mod status;
+mod tasks;
+
+pub use extract::ApiJson;
+
+use crate::service::Manager;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use std::sync::Arc;
+
+/// Shared state of the handlers.
+pub type AppState = Arc<Manager>;
+
+/// The whole API.
+pub fn router(manager: AppState) -> Router {
+    let limit = manager.settings().max_body_bytes;
+    Router::new()
+        .route("/v1/jobs", post(jobs::register))
+        .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
+        .route("/v1/jobs/{id}/finish", post(jobs::finish))
+        .route("/v1/jobs/{id}/rounds", post(rounds::submit))
+        .route("/v1/jobs/{id}/rounds/{round}", get(rounds::show))
+        .route("/v1/jobs/{id}/rounds/{round}/close", post(rounds::close))
+        .route("/v1/check-in", post(devices::check_in))
+        .route("/v1/tasks/{token}", get(tasks::show))
+        .route("/v1/tasks/{token}/{outcome}", post(tasks::report))
+        .route("/v1/status", get(status::status))
+        .route("/metrics", get(status::metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .fallback(status::not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(manager)
+}

@@ -1,0 +1,46 @@
+//! Round requests: submit, status, close.
+
+use super::AppState;
+use super::extract::{ApiJson, ApiPath};
+use super::jobs::job_token;
+use crate::dto::{CloseRound, RoundStatus, SubmitRound, Submitted};
+use crate::error::AppError;
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+
+/// `POST /v1/jobs/{id}/rounds`.
+pub async fn submit(
+    State(m): State<AppState>,
+    ApiPath(id): ApiPath<u64>,
+    h: HeaderMap,
+    ApiJson(req): ApiJson<SubmitRound>,
+) -> Result<(StatusCode, Json<Submitted>), AppError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(m.submit_round(id, job_token(&h), req)?),
+    ))
+}
+
+/// `GET /v1/jobs/{id}/rounds/{round}`.
+pub async fn show(
+    State(m): State<AppState>,
+    ApiPath((id, round)): ApiPath<(u64, u32)>,
+) -> Result<Json<RoundStatus>, AppError> {
+    Ok(Json(m.round_status(id, round)?))
+}
+
+/// `POST /v1/jobs/{id}/rounds/{round}/close`.
+pub async fn close(
+    State(m): State<AppState>,
+    ApiPath((id, round)): ApiPath<(u64, u32)>,
+    h: HeaderMap,
+    ApiJson(req): ApiJson<CloseRound>,
+) -> Result<Json<RoundStatus>, AppError> {
+    Ok(Json(m.close_round(
+        id,
+        job_token(&h),
+        round,
+        req.outcome,
+    )?))
+}

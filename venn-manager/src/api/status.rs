@@ -1,0 +1,89 @@
+//! `/v1/status` (jobs, queues, groups, supply per region) and `/metrics` (Prometheus).
+
+use super::AppState;
+use crate::error::AppError;
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+
+/// `GET /v1/status`.
+pub async fn status(State(m): State<AppState>) -> Json<Value> {
+    let policy = m.settings().policy.clone();
+    Json(m.with_core(|core, now| {
+        let mut jobs: Vec<Value> = core
+            .jobs()
+            .map(|j| {
+                json!({
+                    "job_id": j.id.0, "name": j.spec.name, "group": j.group.0,
+                    "rounds": j.spec.rounds, "rounds_done": j.rounds_done,
+                    "open_demand": j.open_demand(),
+                    "open_round": j.current.as_ref().map(|r| r.round.0),
+                })
+            })
+            .collect();
+        jobs.sort_by_key(|j| j["job_id"].as_u64());
+        let groups: Vec<Value> = core
+            .groups()
+            .iter()
+            .map(|(g, grp)| {
+                json!({
+                    "group": g.0, "requirement": grp.requirement,
+                    "members": grp.members.iter().map(|j| j.0).collect::<Vec<_>>(),
+                    "queue": grp.queue.iter().map(|j| j.0).collect::<Vec<_>>(),
+                    "supply_in_window": core.supply().group_supply(g),
+                })
+            })
+            .collect();
+        let regions: Vec<Value> = core
+            .supply()
+            .cells()
+            .into_iter()
+            .map(|(set, n)| json!({ "groups": set.iter().map(|g| g.0).collect::<Vec<_>>(), "check_ins": n }))
+            .collect();
+        json!({
+            "policy": policy, "now": now.secs(), "jobs": jobs, "groups": groups,
+            "regions": regions, "counters": core.counters(),
+        })
+    }))
+}
+
+/// `GET /metrics`.
+pub async fn metrics(State(m): State<AppState>) -> impl IntoResponse {
+    let gauges = m.with_core(|core, _| {
+        let queues: Vec<(String, f64)> = core
+            .groups()
+            .iter()
+            .map(|(g, grp)| (format!("{{group=\"{}\"}}", g.0), grp.queue.len() as f64))
+            .collect();
+        let demand: f64 = core.jobs().map(|j| j.open_demand() as f64).sum();
+        let jobs = core.jobs().count() as f64;
+        vec![
+            (
+                "venn_queue_length",
+                "Jobs waiting for devices, per job group.",
+                queues,
+            ),
+            (
+                "venn_open_demand",
+                "Devices wanted by all open rounds.",
+                vec![(String::new(), demand)],
+            ),
+            (
+                "venn_jobs_active",
+                "Registered jobs.",
+                vec![(String::new(), jobs)],
+            ),
+        ]
+    });
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        m.metrics.render(&gauges),
+    )
+}
+
+/// Unknown routes answer JSON too.
+pub async fn not_found() -> AppError {
+    AppError::not_found("no such endpoint; see the API table in venn-manager's docs")
+}

@@ -1,0 +1,133 @@
+//! Request and response bodies of the `/v1` API, shared with the clients (`fl-job`,
+//! `device-agent`) so both sides compile against one definition.
+
+use serde::{Deserialize, Serialize};
+use venn_core::{DeviceProfile, Requirement, RoundOutcome, TaskCost};
+
+/// `POST /v1/jobs`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterJob {
+    /// Job name.
+    pub name: String,
+    /// Devices the job can use.
+    #[serde(default)]
+    pub requirement: Requirement,
+    /// Rounds the job will run.
+    pub rounds: u32,
+    /// Size of the model in bytes (what a device downloads and uploads).
+    pub model_size_bytes: u64,
+    /// Base URL where assigned devices fetch the job's plan and weights.
+    pub plan_url: String,
+    /// Nominal task cost on the reference device (ranks devices for tier matching).
+    #[serde(default)]
+    pub task_cost: Option<TaskCost>,
+}
+
+/// Reply to a registration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Registered {
+    /// The job's id.
+    pub job_id: u64,
+    /// Bearer token for the job's own endpoints.
+    pub token: String,
+}
+
+/// `POST /v1/jobs/{id}/rounds`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRound {
+    /// Devices wanted.
+    pub demand: u32,
+    /// Seconds from now until the round's deadline.
+    pub deadline_s: f64,
+    /// Fraction of `demand` that makes the round a success.
+    pub min_response_fraction: f64,
+}
+
+/// Reply to a round submission.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Submitted {
+    /// Round number.
+    pub round: u32,
+    /// Attempt of this round (retries after aborts count up).
+    pub attempt: u32,
+    /// Absolute deadline, seconds since the UNIX epoch.
+    pub deadline: f64,
+}
+
+/// `GET /v1/jobs/{id}/rounds/{round}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RoundStatus {
+    /// Round number.
+    pub round: u32,
+    /// `open` (devices wanted), `fulfilled` (all assigned, collecting) or `closed`.
+    pub state: String,
+    /// Devices wanted.
+    pub demand: u32,
+    /// Devices assigned.
+    pub assigned: u32,
+    /// Results reported.
+    pub finished: u32,
+    /// Tasks failed or expired.
+    pub failed: u32,
+    /// Submission time (epoch seconds).
+    pub submitted_at: f64,
+    /// When all devices were assigned.
+    pub fulfilled_at: Option<f64>,
+    /// When closed.
+    pub closed_at: Option<f64>,
+    /// How it closed.
+    pub outcome: Option<RoundOutcome>,
+    /// Scheduling delay so far or final (seconds).
+    pub scheduling_delay_s: f64,
+}
+
+/// `POST /v1/jobs/{id}/rounds/{round}/close`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloseRound {
+    /// Success or abort.
+    pub outcome: RoundOutcome,
+}
+
+/// `POST /v1/check-in`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckIn {
+    /// The device's id.
+    pub device_id: u64,
+    /// What it offers.
+    pub profile: DeviceProfile,
+}
+
+/// An assignment handed to a device.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Assignment {
+    /// The job.
+    pub job_id: u64,
+    /// Its round.
+    pub round: u32,
+    /// Where to fetch the plan and the weights.
+    pub plan_url: String,
+    /// Token proving the assignment (to the job and to `/v1/tasks`).
+    pub task_token: String,
+    /// Seconds the device has to report before its task is released.
+    pub lease_s: f64,
+}
+
+/// Reply to a check-in: an assignment, or when to come back.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum CheckInReply {
+    /// Work to do.
+    Assigned {
+        /// The task.
+        assignment: Assignment,
+    },
+    /// Nothing now.
+    Retry {
+        /// Seconds to wait before the next check-in (pace steering).
+        retry_after_s: f64,
+    },
+}

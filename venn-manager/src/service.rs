@@ -1,0 +1,676 @@
+//! The manager's domain logic, independent of HTTP: one `ResourceManager` from
+//! `venn-core` driven on the wall clock, with every accepted input persisted to SQLite in
+//! the same critical section, leases, the deadline sweeper, and restart recovery.
+
+use crate::clock::Clock;
+use crate::dto::*;
+use crate::error::AppError;
+use crate::metrics::Metrics;
+use crate::settings::Settings;
+use crate::store::{Snapshot, Store, StoredJob, StoredTask};
+use axum::http::StatusCode;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+use venn_core::job::{TaskRecord, TaskSample, TaskState};
+use venn_core::restore::{JobProgress, RestoredRound};
+use venn_core::*;
+
+/// Per-job data the core does not keep.
+#[derive(Clone, Debug)]
+struct JobMeta {
+    token: String,
+    plan_url: String,
+    model_size_bytes: u64,
+    /// Round number and attempt of the latest submitted round.
+    last: Option<(u32, u32)>,
+}
+
+/// An outstanding task (assigned or acknowledged).
+#[derive(Clone, Debug)]
+struct TaskMeta {
+    job: JobId,
+    round: RoundId,
+    device: DeviceId,
+    lease_until: f64,
+}
+
+struct Inner {
+    core: ResourceManager,
+    store: Store,
+    jobs: HashMap<u64, JobMeta>,
+    tasks: HashMap<String, TaskMeta>,
+    next_job_id: u64,
+    checkin_buf: HashMap<(i64, String), u32>,
+}
+
+/// The live resource manager.
+pub struct Manager {
+    inner: Mutex<Inner>,
+    clock: Clock,
+    settings: Settings,
+    /// Counters and histograms for `/metrics`.
+    pub metrics: Metrics,
+}
+
+fn token() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+fn finite(field: &str, v: f64) -> Result<(), AppError> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(AppError::field(field, "must be a finite number"))
+    }
+}
+
+impl Manager {
+    /// Opens the manager on the database at `db` (created if missing) and restores every
+    /// active job, open round, outstanding task and the recent check-in history.
+    pub fn open(settings: Settings, db: &Path, clock: Clock) -> anyhow::Result<Manager> {
+        let store = Store::open(db)?;
+        if let Some(p) = store.meta("policy")?
+            && p != settings.policy
+        {
+            tracing::warn!(stored = %p, requested = %settings.policy, "policy changed since the last run");
+        }
+        store.set_meta("policy", &settings.policy)?;
+        let cfg = ManagerConfig {
+            supply: settings.supply,
+            seed: settings.seed,
+        };
+        let core = ResourceManager::with_policy(cfg, &settings.policy, settings.params)?;
+        let now = clock.now();
+        let bucket_len = settings.supply.window_s / settings.supply.buckets as f64;
+        let min_bucket = ((now.secs() - settings.supply.window_s) / bucket_len).floor() as i64;
+        let snap = store.load(min_bucket)?;
+        let mut inner = Inner {
+            core,
+            store,
+            jobs: HashMap::new(),
+            tasks: HashMap::new(),
+            next_job_id: snap.max_job_id.map_or(0, |m| m + 1),
+            checkin_buf: HashMap::new(),
+        };
+        let restored = inner.restore(snap, bucket_len, now)?;
+        tracing::info!(
+            jobs = restored.0,
+            open_rounds = restored.1,
+            tasks = restored.2,
+            "state restored"
+        );
+        Ok(Manager {
+            inner: Mutex::new(inner),
+            clock,
+            settings,
+            metrics: Metrics::default(),
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves the state as the last completed input left
+        // it (every input validates before mutating), so keep serving.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a job.
+    pub fn register_job(&self, req: RegisterJob) -> Result<Registered, AppError> {
+        if req.name.trim().is_empty() {
+            return Err(AppError::field("name", "must not be empty"));
+        }
+        if req.rounds == 0 {
+            return Err(AppError::field("rounds", "must be at least 1"));
+        }
+        if !(req.plan_url.starts_with("http://") || req.plan_url.starts_with("https://")) {
+            return Err(AppError::field(
+                "plan_url",
+                "must be an http:// or https:// URL",
+            ));
+        }
+        let now = self.clock.now();
+        let mut spec = JobSpec::new(req.name, req.requirement).with_rounds(req.rounds);
+        if let Some(c) = req.task_cost {
+            spec = spec.with_task_cost(c);
+        }
+        let mut g = self.lock();
+        let id = JobId(g.next_job_id);
+        g.core.register_job_with_id(id, spec.clone(), now)?;
+        let stored = StoredJob {
+            id: id.0,
+            spec,
+            token: token(),
+            plan_url: req.plan_url,
+            model_size_bytes: req.model_size_bytes,
+            registered_at: now.secs(),
+            state: "active".into(),
+            rounds_done: 0,
+            next_round: 0,
+        };
+        if let Err(e) = g.store.insert_job(&stored) {
+            let _ = g.core.remove_job(id, now);
+            return Err(e.into());
+        }
+        g.next_job_id += 1;
+        let meta = JobMeta {
+            token: stored.token.clone(),
+            plan_url: stored.plan_url,
+            model_size_bytes: stored.model_size_bytes,
+            last: None,
+        };
+        g.jobs.insert(id.0, meta);
+        tracing::info!(job = id.0, name = %stored.spec.name, "job registered");
+        Ok(Registered {
+            job_id: id.0,
+            token: stored.token,
+        })
+    }
+
+    fn authorize(g: &Inner, job: u64, token: Option<&str>) -> Result<(), AppError> {
+        let meta = g
+            .jobs
+            .get(&job)
+            .ok_or_else(|| AppError::not_found(format!("unknown job {job}")))?;
+        match token {
+            Some(t) if t == meta.token => Ok(()),
+            _ => Err(AppError::unauthorized("job token")),
+        }
+    }
+
+    /// Submits the job's next round request.
+    pub fn submit_round(
+        &self,
+        job: u64,
+        token: Option<&str>,
+        req: SubmitRound,
+    ) -> Result<Submitted, AppError> {
+        finite("deadline_s", req.deadline_s)?;
+        if req.deadline_s <= 0.0 {
+            return Err(AppError::field("deadline_s", "must be positive"));
+        }
+        finite("min_response_fraction", req.min_response_fraction)?;
+        let now = self.clock.now();
+        let mut g = self.lock();
+        Self::authorize(&g, job, token)?;
+        let request = RoundRequest {
+            demand: req.demand,
+            deadline: now + req.deadline_s,
+            min_response_fraction: req.min_response_fraction,
+        };
+        let round = g.core.submit_request(JobId(job), request, now)?;
+        let attempt = match g.jobs[&job].last {
+            Some((r, a)) if r == round.0 => a + 1,
+            _ => 0,
+        };
+        if let Err(e) = g.store.insert_round(job, round.0, attempt, &request, now) {
+            let _ = g
+                .core
+                .close_round(JobId(job), round, RoundOutcome::Abort, now);
+            return Err(e.into());
+        }
+        g.jobs.get_mut(&job).expect("authorized").last = Some((round.0, attempt));
+        tracing::debug!(
+            job,
+            round = round.0,
+            attempt,
+            demand = req.demand,
+            "round submitted"
+        );
+        Ok(Submitted {
+            round: round.0,
+            attempt,
+            deadline: request.deadline.secs(),
+        })
+    }
+
+    /// Status of a round: open or closed (latest attempt).
+    pub fn round_status(&self, job: u64, round: u32) -> Result<RoundStatus, AppError> {
+        let now = self.clock.now();
+        let g = self.lock();
+        let state = g
+            .core
+            .job(JobId(job))
+            .ok_or_else(|| AppError::not_found(format!("unknown job {job}")))?;
+        if let Some(r) = state.round(RoundId(round)) {
+            return Ok(RoundStatus {
+                round,
+                state: if r.fulfilled_at.is_some() {
+                    "fulfilled"
+                } else {
+                    "open"
+                }
+                .into(),
+                demand: r.request.demand,
+                assigned: r.assigned,
+                finished: r.finished,
+                failed: r.failed,
+                submitted_at: r.submitted_at.secs(),
+                fulfilled_at: r.fulfilled_at.map(Time::secs),
+                closed_at: None,
+                outcome: None,
+                scheduling_delay_s: r.fulfilled_at.unwrap_or(now).since(r.submitted_at),
+            });
+        }
+        let rec = state
+            .history
+            .rounds
+            .iter()
+            .rev()
+            .find(|r| r.round.0 == round)
+            .ok_or_else(|| AppError::not_found(format!("job {job} has no round {round}")))?;
+        Ok(RoundStatus {
+            round,
+            state: "closed".into(),
+            demand: rec.demand,
+            assigned: rec.assigned,
+            finished: rec.finished,
+            failed: rec.failed,
+            submitted_at: rec.submitted_at.secs(),
+            fulfilled_at: rec.fulfilled_at.map(Time::secs),
+            closed_at: Some(rec.closed_at.secs()),
+            outcome: Some(rec.outcome),
+            scheduling_delay_s: rec.scheduling_delay(),
+        })
+    }
+
+    /// Closes the job's open round.
+    pub fn close_round(
+        &self,
+        job: u64,
+        token: Option<&str>,
+        round: u32,
+        outcome: RoundOutcome,
+    ) -> Result<RoundStatus, AppError> {
+        let now = self.clock.now();
+        {
+            let mut g = self.lock();
+            Self::authorize(&g, job, token)?;
+            g.close(JobId(job), RoundId(round), outcome, now)?;
+        }
+        match outcome {
+            RoundOutcome::Success => self.metrics.rounds_success.fetch_add(1, Relaxed),
+            RoundOutcome::Abort => self.metrics.rounds_abort.fetch_add(1, Relaxed),
+        };
+        self.round_status(job, round)
+    }
+
+    /// Ends a job: `finished` after its rounds, or `removed` when cancelled.
+    pub fn end_job(&self, job: u64, token: Option<&str>, finished: bool) -> Result<(), AppError> {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        Self::authorize(&g, job, token)?;
+        let id = JobId(job);
+        if finished {
+            g.core.job_finished(id, now)?;
+        } else {
+            g.core.remove_job(id, now)?;
+        }
+        g.store
+            .end_job(job, if finished { "finished" } else { "removed" }, now)?;
+        g.jobs.remove(&job);
+        g.tasks.retain(|_, t| t.job != id);
+        tracing::info!(job, finished, "job ended");
+        Ok(())
+    }
+
+    /// A device checks in.
+    pub fn check_in(&self, req: CheckIn) -> Result<CheckInReply, AppError> {
+        let p = &req.profile;
+        for (f, v) in [
+            ("profile.cpu_score", p.cpu_score),
+            ("profile.mem_score", p.mem_score),
+            ("profile.os_version", p.os_version),
+            ("profile.ms_per_sample", p.ms_per_sample),
+            ("profile.bandwidth_kbps", p.bandwidth_kbps),
+        ] {
+            finite(f, v)?;
+        }
+        if p.ms_per_sample <= 0.0 || p.bandwidth_kbps <= 0.0 {
+            return Err(AppError::field(
+                "profile",
+                "ms_per_sample and bandwidth_kbps must be positive",
+            ));
+        }
+        let now = self.clock.now();
+        let bucket_len = self.settings.supply.window_s / self.settings.supply.buckets as f64;
+        let bucket = (now.secs() / bucket_len).floor() as i64;
+        let profile_key = serde_json::to_string(p).map_err(AppError::internal)?;
+        self.metrics.checkins.fetch_add(1, Relaxed);
+        let mut g = self.lock();
+        let t0 = Instant::now();
+        let decision = g.core.check_in(DeviceId(req.device_id), p, now);
+        self.metrics.observe_decision(t0.elapsed().as_secs_f64());
+        let Decision::Assigned { job, round } = decision else {
+            *g.checkin_buf.entry((bucket, profile_key)).or_default() += 1;
+            let busy = g.core.groups().open().is_empty();
+            let wait = self.settings.retry_after_s * if busy { 2.0 } else { 1.0 };
+            return Ok(CheckInReply::Retry {
+                retry_after_s: wait,
+            });
+        };
+        // The assignment must be durable before the device hears of it (below).
+        *g.checkin_buf.entry((bucket, profile_key)).or_default() += 1;
+        let state = g.core.job(job).expect("assigned to a live job");
+        let r = state.current.as_ref().expect("assigned to an open round");
+        let fulfilled = r.fulfilled_at.is_some();
+        let deadline = r.request.deadline.secs();
+        let capacity_s = p.task_seconds(state.spec.task_cost);
+        let lease_until = deadline + self.settings.lease_grace_s;
+        let meta = g.jobs.get(&job.0).expect("live job has meta").clone();
+        let attempt = meta.last.map_or(0, |(_, a)| a);
+        let task = StoredTask {
+            token: token(),
+            job_id: job.0,
+            round: round.0,
+            attempt,
+            device_id: req.device_id,
+            assigned_at: now.secs(),
+            capacity_s,
+            lease_until,
+            state: TaskState::Assigned,
+            reported_at: None,
+        };
+        if let Err(e) = g.store.insert_task(&task, fulfilled) {
+            let _ = g.core.task_failed(job, round, DeviceId(req.device_id), now);
+            return Err(e.into());
+        }
+        g.tasks.insert(
+            task.token.clone(),
+            TaskMeta {
+                job,
+                round,
+                device: DeviceId(req.device_id),
+                lease_until,
+            },
+        );
+        drop(g);
+        self.metrics.assignments.fetch_add(1, Relaxed);
+        Ok(CheckInReply::Assigned {
+            assignment: Assignment {
+                job_id: job.0,
+                round: round.0,
+                plan_url: meta.plan_url,
+                task_token: task.token,
+                lease_s: lease_until - now.secs(),
+            },
+        })
+    }
+
+    /// A task's device (or its job) reports: acknowledged, finished or failed.
+    pub fn report_task(&self, token: &str, state: TaskState) -> Result<(), AppError> {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        let t = g
+            .tasks
+            .get(token)
+            .cloned()
+            .ok_or_else(|| AppError::not_found("unknown or already closed task token"))?;
+        match state {
+            TaskState::Acknowledged => g.core.task_acknowledged(t.job, t.round, t.device, now)?,
+            TaskState::Finished => {
+                g.core.task_finished(t.job, t.round, t.device, now)?;
+            }
+            TaskState::Failed => g.core.task_failed(t.job, t.round, t.device, now)?,
+            TaskState::Assigned => {
+                return Err(AppError::field("state", "cannot report a task as assigned"));
+            }
+        }
+        g.store.update_task(token, state, now)?;
+        if state != TaskState::Acknowledged {
+            g.tasks.remove(token);
+        }
+        drop(g);
+        match state {
+            TaskState::Finished => self.metrics.tasks_finished.fetch_add(1, Relaxed),
+            TaskState::Failed => self.metrics.tasks_failed.fetch_add(1, Relaxed),
+            _ => 0,
+        };
+        Ok(())
+    }
+
+    /// Checks a task token belongs to `job` (jobs verify updates with it).
+    pub fn verify_task(&self, token: &str) -> Option<(u64, u32, u64)> {
+        let g = self.lock();
+        g.tasks.get(token).map(|t| (t.job.0, t.round.0, t.device.0))
+    }
+
+    /// Releases tasks whose lease ran out and aborts rounds left open well past their
+    /// deadline (their job is presumed gone). Returns (tasks expired, rounds aborted).
+    pub fn sweep(&self) -> Result<(usize, usize), AppError> {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        let expired: Vec<(String, TaskMeta)> = g
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.lease_until < now.secs())
+            .map(|(k, t)| (k.clone(), t.clone()))
+            .collect();
+        for (token, t) in &expired {
+            let _ = g.core.task_failed(t.job, t.round, t.device, now);
+            g.store.update_task(token, TaskState::Failed, now)?;
+            g.tasks.remove(token);
+        }
+        let late: Vec<(JobId, RoundId)> = g
+            .core
+            .jobs()
+            .filter_map(|j| {
+                j.current
+                    .as_ref()
+                    .map(|r| (j.id, r.round, r.request.deadline))
+            })
+            .filter(|(_, _, d)| d.secs() + self.settings.round_grace_s < now.secs())
+            .map(|(j, r, _)| (j, r))
+            .collect();
+        for (job, round) in &late {
+            g.close(*job, *round, RoundOutcome::Abort, now)?;
+            tracing::warn!(
+                job = job.0,
+                round = round.0,
+                "round left open past its deadline: aborted"
+            );
+        }
+        drop(g);
+        self.metrics
+            .tasks_expired
+            .fetch_add(expired.len() as u64, Relaxed);
+        self.metrics
+            .rounds_abort
+            .fetch_add(late.len() as u64, Relaxed);
+        Ok((expired.len(), late.len()))
+    }
+
+    /// Writes buffered check-in counts to the store and prunes old buckets.
+    pub fn flush_checkins(&self) -> Result<usize, AppError> {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        let rows: Vec<(i64, String, u32)> =
+            g.checkin_buf.drain().map(|((b, p), c)| (b, p, c)).collect();
+        g.store.add_checkins(&rows)?;
+        let bucket_len = self.settings.supply.window_s / self.settings.supply.buckets as f64;
+        let min_bucket = ((now.secs() - self.settings.supply.window_s) / bucket_len).floor() as i64;
+        g.store.prune_checkins(min_bucket - 1)?;
+        Ok(rows.len())
+    }
+
+    /// A read-only view for `/v1/status` and `/metrics`.
+    pub fn with_core<R>(&self, f: impl FnOnce(&ResourceManager, Time) -> R) -> R {
+        let now = self.clock.now();
+        let g = self.lock();
+        f(&g.core, now)
+    }
+
+    /// Model size and plan URL of a job.
+    pub fn job_info(&self, job: u64) -> Option<(String, u64)> {
+        let g = self.lock();
+        g.jobs
+            .get(&job)
+            .map(|m| (m.plan_url.clone(), m.model_size_bytes))
+    }
+}
+
+impl Inner {
+    fn close(
+        &mut self,
+        job: JobId,
+        round: RoundId,
+        outcome: RoundOutcome,
+        now: Time,
+    ) -> Result<(), AppError> {
+        let rec = self.core.close_round(job, round, outcome, now)?;
+        let state = self.core.job(job).expect("closed a live job's round");
+        let progress = (state.rounds_done, state.next_round);
+        let attempt = self
+            .jobs
+            .get(&job.0)
+            .and_then(|m| m.last)
+            .map_or(0, |(_, a)| a);
+        self.store
+            .close_round(job.0, round.0, attempt, outcome, now, progress)?;
+        self.tasks
+            .retain(|_, t| !(t.job == job && t.round == round));
+        tracing::info!(
+            job = job.0,
+            round = round.0,
+            ?outcome,
+            sched_delay_s = rec.scheduling_delay(),
+            collect_s = rec.response_collection(),
+            "round closed"
+        );
+        Ok(())
+    }
+
+    fn restore(
+        &mut self,
+        snap: Snapshot,
+        bucket_len: f64,
+        now: Time,
+    ) -> anyhow::Result<(usize, usize, usize)> {
+        for (bucket, profile, count) in &snap.checkins {
+            let p: DeviceProfile = serde_json::from_str(profile)?;
+            self.core
+                .observe_supply(&p, Time((*bucket as f64 + 0.5) * bucket_len), *count);
+        }
+        let mut open_rounds = 0;
+        let mut outstanding = 0;
+        for j in snap.jobs {
+            let rounds: Vec<_> = snap.rounds.iter().filter(|r| r.job_id == j.id).collect();
+            let tasks: Vec<&StoredTask> = snap.tasks.iter().filter(|t| t.job_id == j.id).collect();
+            let closed = rounds
+                .iter()
+                .filter_map(|r| {
+                    Some(RoundRecord {
+                        round: RoundId(r.round),
+                        demand: r.request.demand,
+                        submitted_at: Time(r.submitted_at),
+                        fulfilled_at: r.fulfilled_at.map(Time),
+                        closed_at: Time(r.closed_at?),
+                        assigned: r.counts.0,
+                        finished: r.counts.1,
+                        failed: r.counts.2,
+                        outcome: r.outcome?,
+                    })
+                })
+                .collect();
+            let samples = tasks
+                .iter()
+                .filter(|t| t.state == TaskState::Finished)
+                .filter_map(|t| {
+                    Some(TaskSample {
+                        capacity_s: t.capacity_s,
+                        response_s: t.reported_at? - t.assigned_at,
+                    })
+                })
+                .collect();
+            let progress = JobProgress {
+                rounds_done: j.rounds_done,
+                next_round: j.next_round,
+                rounds: closed,
+                tasks: samples,
+            };
+            let id = JobId(j.id);
+            self.core
+                .restore_job(id, j.spec.clone(), Time(j.registered_at), progress)?;
+            let last = rounds.last().map(|r| (r.round, r.attempt));
+            if let Some(open) = rounds.iter().find(|r| r.closed_at.is_none()) {
+                let mine: Vec<&&StoredTask> = tasks
+                    .iter()
+                    .filter(|t| t.round == open.round && t.attempt == open.attempt)
+                    .collect();
+                let restored = RestoredRound {
+                    round: RoundId(open.round),
+                    request: open.request,
+                    submitted_at: Time(open.submitted_at),
+                    fulfilled_at: open.fulfilled_at.map(Time),
+                    tasks: mine
+                        .iter()
+                        .map(|t| {
+                            (
+                                DeviceId(t.device_id),
+                                TaskRecord {
+                                    assigned_at: Time(t.assigned_at),
+                                    capacity_s: t.capacity_s,
+                                    state: t.state,
+                                },
+                            )
+                        })
+                        .collect(),
+                };
+                self.core.restore_round(id, restored, now)?;
+                open_rounds += 1;
+                for t in mine
+                    .iter()
+                    .filter(|t| matches!(t.state, TaskState::Assigned | TaskState::Acknowledged))
+                {
+                    self.tasks.insert(
+                        t.token.clone(),
+                        TaskMeta {
+                            job: id,
+                            round: RoundId(t.round),
+                            device: DeviceId(t.device_id),
+                            lease_until: t.lease_until,
+                        },
+                    );
+                    outstanding += 1;
+                }
+            }
+            self.jobs.insert(
+                j.id,
+                JobMeta {
+                    token: j.token,
+                    plan_url: j.plan_url,
+                    model_size_bytes: j.model_size_bytes,
+                    last,
+                },
+            );
+        }
+        Ok((self.jobs.len(), open_rounds, outstanding))
+    }
+}
+
+/// Maps a bearer header value to the token.
+pub fn bearer(header: Option<&str>) -> Option<&str> {
+    header
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim)
+}
+
+/// 413 for oversized bodies (used by the API's body limit).
+pub fn too_large(limit: usize) -> AppError {
+    AppError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        format!("request body exceeds {limit} bytes"),
+    )
+}

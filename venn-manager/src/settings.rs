@@ -1,0 +1,40 @@
+//! Manager settings (CLI flags map onto these).
+
+use serde::{Deserialize, Serialize};
+use venn_core::{PolicyParams, SupplyConfig};
+
+/// How the manager schedules and paces.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Settings {
+    /// Policy name (see `venn_core::POLICY_NAMES`).
+    pub policy: String,
+    /// Policy knobs.
+    pub params: PolicyParams,
+    /// Supply-estimator window.
+    pub supply: SupplyConfig,
+    /// Seed of the core's random generator.
+    pub seed: u64,
+    /// Seconds an idle device is told to wait before checking in again.
+    pub retry_after_s: f64,
+    /// Seconds past the round deadline a task's lease still runs.
+    pub lease_grace_s: f64,
+    /// Seconds past its deadline after which the manager aborts a round its job left open.
+    pub round_grace_s: f64,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            policy: "venn".into(),
+            params: PolicyParams::default(),
+            supply: SupplyConfig::default(),
+            seed: 0,
+            retry_after_s: 5.0,
+            lease_grace_s: 30.0,
+            round_grace_s: 60.0,
+            max_body_bytes: 64 * 1024,
+        }
+    }
+}

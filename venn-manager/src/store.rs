@@ -1,0 +1,424 @@
+//! Durable state in embedded SQLite (WAL): jobs, rounds (one row per attempt), tasks, and
+//! the check-in time series behind the supply estimate (counts per profile per bucket).
+//!
+//! Every accepted mutation is written before the API answers, inside the same critical
+//! section as the core update, so the store and the core never disagree. WAL with
+//! `synchronous = NORMAL` survives a killed process (the restart test kills one); only a
+//! power loss can drop the last transactions. Check-ins that assign nothing are counted
+//! in memory and flushed every second: a crash loses at most a second of supply history,
+//! an estimate, never accepted work.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::Path;
+use venn_core::job::TaskState;
+use venn_core::{JobSpec, RoundOutcome, RoundRequest, Time};
+
+/// Schema version written to `meta`.
+const SCHEMA_VERSION: &str = "1";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs(
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, token TEXT NOT NULL,
+  plan_url TEXT NOT NULL, model_size_bytes INTEGER NOT NULL, registered_at REAL NOT NULL,
+  state TEXT NOT NULL, rounds_done INTEGER NOT NULL, next_round INTEGER NOT NULL,
+  finished_at REAL);
+CREATE TABLE IF NOT EXISTS rounds(
+  job_id INTEGER NOT NULL, round INTEGER NOT NULL, attempt INTEGER NOT NULL,
+  demand INTEGER NOT NULL, deadline REAL NOT NULL, min_response_fraction REAL NOT NULL,
+  submitted_at REAL NOT NULL, fulfilled_at REAL, closed_at REAL, outcome TEXT,
+  assigned INTEGER NOT NULL DEFAULT 0, finished INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(job_id, round, attempt));
+CREATE TABLE IF NOT EXISTS tasks(
+  token TEXT PRIMARY KEY, job_id INTEGER NOT NULL, round INTEGER NOT NULL,
+  attempt INTEGER NOT NULL, device_id INTEGER NOT NULL, assigned_at REAL NOT NULL,
+  capacity_s REAL NOT NULL, lease_until REAL NOT NULL, state TEXT NOT NULL,
+  reported_at REAL);
+CREATE INDEX IF NOT EXISTS tasks_by_round ON tasks(job_id, round, attempt);
+CREATE TABLE IF NOT EXISTS checkins(
+  bucket INTEGER NOT NULL, profile TEXT NOT NULL, count INTEGER NOT NULL,
+  PRIMARY KEY(bucket, profile));
+";
+
+/// A job row.
+#[derive(Clone, Debug)]
+pub struct StoredJob {
+    /// Id.
+    pub id: u64,
+    /// Spec as registered.
+    pub spec: JobSpec,
+    /// Job token.
+    pub token: String,
+    /// Where devices fetch the plan.
+    pub plan_url: String,
+    /// Model size in bytes (for transfer estimates).
+    pub model_size_bytes: u64,
+    /// Registration time.
+    pub registered_at: f64,
+    /// `active`, `finished` or `removed`.
+    pub state: String,
+    /// Successful rounds.
+    pub rounds_done: u32,
+    /// Next round number.
+    pub next_round: u32,
+}
+
+/// A round attempt row.
+#[derive(Clone, Debug)]
+pub struct StoredRound {
+    /// Job id.
+    pub job_id: u64,
+    /// Round number.
+    pub round: u32,
+    /// Attempt (0 first; retries after an abort count up).
+    pub attempt: u32,
+    /// The request.
+    pub request: RoundRequest,
+    /// Submission time.
+    pub submitted_at: f64,
+    /// When fully assigned.
+    pub fulfilled_at: Option<f64>,
+    /// When closed.
+    pub closed_at: Option<f64>,
+    /// How it closed.
+    pub outcome: Option<RoundOutcome>,
+    /// Devices assigned / results / failures.
+    pub counts: (u32, u32, u32),
+}
+
+/// A task row.
+#[derive(Clone, Debug)]
+pub struct StoredTask {
+    /// Task token.
+    pub token: String,
+    /// Job id.
+    pub job_id: u64,
+    /// Round number.
+    pub round: u32,
+    /// Round attempt.
+    pub attempt: u32,
+    /// Device.
+    pub device_id: u64,
+    /// Assignment time.
+    pub assigned_at: f64,
+    /// Expected task seconds of the device for the job.
+    pub capacity_s: f64,
+    /// When the lease ends.
+    pub lease_until: f64,
+    /// Task state.
+    pub state: TaskState,
+    /// When the result (or failure) was reported.
+    pub reported_at: Option<f64>,
+}
+
+/// Everything needed to rebuild the manager.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Jobs still active.
+    pub jobs: Vec<StoredJob>,
+    /// Their rounds, by job then round then attempt.
+    pub rounds: Vec<StoredRound>,
+    /// Tasks of their rounds.
+    pub tasks: Vec<StoredTask>,
+    /// Check-in counts: (bucket, profile JSON, count).
+    pub checkins: Vec<(i64, String, u32)>,
+    /// Largest job id ever used.
+    pub max_job_id: Option<u64>,
+}
+
+/// The SQLite store.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+}
+
+/// Text form of a task state.
+pub fn task_state_str(s: TaskState) -> &'static str {
+    match s {
+        TaskState::Assigned => "assigned",
+        TaskState::Acknowledged => "acknowledged",
+        TaskState::Finished => "finished",
+        TaskState::Failed => "failed",
+    }
+}
+
+fn parse_task_state(s: &str) -> TaskState {
+    match s {
+        "acknowledged" => TaskState::Acknowledged,
+        "finished" => TaskState::Finished,
+        "failed" => TaskState::Failed,
+        _ => TaskState::Assigned,
+    }
+}
+
+fn outcome_str(o: RoundOutcome) -> &'static str {
+    match o {
+        RoundOutcome::Success => "success",
+        RoundOutcome::Abort => "abort",
+    }
+}
+
+fn json_err(e: serde_json::Error) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(Box::new(e))
+}
+
+impl Store {
+    /// Opens (or creates) the database at `path`; `:memory:` gives a throwaway store.
+    pub fn open(path: &Path) -> rusqlite::Result<Store> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)?;
+        conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?1)",
+            params![SCHEMA_VERSION],
+        )?;
+        Ok(Store { conn })
+    }
+
+    /// A value from `meta`.
+    pub fn meta(&self, key: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
+                r.get(0)
+            })
+            .optional()
+    }
+
+    /// Sets a value in `meta`.
+    pub fn set_meta(&self, key: &str, value: &str) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    /// Inserts a new job.
+    pub fn insert_job(&self, j: &StoredJob) -> rusqlite::Result<()> {
+        let spec = serde_json::to_string(&j.spec).map_err(json_err)?;
+        self.conn.execute(
+            "INSERT INTO jobs(id, name, spec, token, plan_url, model_size_bytes, registered_at, state, rounds_done, next_round)
+             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![j.id as i64, j.spec.name, spec, j.token, j.plan_url, j.model_size_bytes as i64, j.registered_at, j.state, j.rounds_done, j.next_round],
+        )?;
+        Ok(())
+    }
+
+    /// Records a job's end (`finished` or `removed`).
+    pub fn end_job(&self, id: u64, state: &str, at: Time) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1",
+            params![id as i64, state, at.secs()],
+        )?;
+        Ok(())
+    }
+
+    /// Inserts a submitted round attempt.
+    pub fn insert_round(
+        &self,
+        job: u64,
+        round: u32,
+        attempt: u32,
+        req: &RoundRequest,
+        at: Time,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO rounds(job_id, round, attempt, demand, deadline, min_response_fraction, submitted_at)
+             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![job as i64, round, attempt, req.demand, req.deadline.secs(), req.min_response_fraction, at.secs()],
+        )?;
+        Ok(())
+    }
+
+    /// Records an assignment: the task row and the round's counters, in one transaction.
+    pub fn insert_task(&mut self, t: &StoredTask, fulfilled: bool) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO tasks(token, job_id, round, attempt, device_id, assigned_at, capacity_s, lease_until, state)
+             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![t.token, t.job_id as i64, t.round, t.attempt, t.device_id as i64, t.assigned_at, t.capacity_s, t.lease_until, task_state_str(t.state)],
+        )?;
+        tx.execute(
+            "UPDATE rounds SET assigned = assigned + 1, fulfilled_at = CASE WHEN ?4 THEN ?5 ELSE fulfilled_at END
+             WHERE job_id = ?1 AND round = ?2 AND attempt = ?3",
+            params![t.job_id as i64, t.round, t.attempt, fulfilled, t.assigned_at],
+        )?;
+        tx.commit()
+    }
+
+    /// Records a task's new state and bumps the round's result or failure count.
+    pub fn update_task(&mut self, token: &str, state: TaskState, at: Time) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE tasks SET state = ?2, reported_at = ?3 WHERE token = ?1",
+            params![token, task_state_str(state), at.secs()],
+        )?;
+        let column = match state {
+            TaskState::Finished => Some("finished"),
+            TaskState::Failed => Some("failed"),
+            _ => None,
+        };
+        if let Some(c) = column {
+            tx.execute(
+                &format!(
+                    "UPDATE rounds SET {c} = {c} + 1 WHERE (job_id, round, attempt) =
+                     (SELECT job_id, round, attempt FROM tasks WHERE token = ?1)"
+                ),
+                params![token],
+            )?;
+        }
+        tx.commit()
+    }
+
+    /// Closes a round attempt and updates the job's progress.
+    pub fn close_round(
+        &mut self,
+        job: u64,
+        round: u32,
+        attempt: u32,
+        outcome: RoundOutcome,
+        at: Time,
+        progress: (u32, u32),
+    ) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE rounds SET closed_at = ?4, outcome = ?5 WHERE job_id = ?1 AND round = ?2 AND attempt = ?3",
+            params![job as i64, round, attempt, at.secs(), outcome_str(outcome)],
+        )?;
+        tx.execute(
+            "UPDATE jobs SET rounds_done = ?2, next_round = ?3 WHERE id = ?1",
+            params![job as i64, progress.0, progress.1],
+        )?;
+        tx.commit()
+    }
+
+    /// Adds check-in counts (bucket, profile JSON, count).
+    pub fn add_checkins(&mut self, rows: &[(i64, String, u32)]) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut st = tx.prepare_cached(
+                "INSERT INTO checkins(bucket, profile, count) VALUES(?1, ?2, ?3)
+                 ON CONFLICT(bucket, profile) DO UPDATE SET count = count + excluded.count",
+            )?;
+            for (b, p, c) in rows {
+                st.execute(params![b, p, c])?;
+            }
+        }
+        tx.commit()
+    }
+
+    /// Drops check-in buckets older than `min_bucket`.
+    pub fn prune_checkins(&self, min_bucket: i64) -> rusqlite::Result<usize> {
+        self.conn.execute(
+            "DELETE FROM checkins WHERE bucket < ?1",
+            params![min_bucket],
+        )
+    }
+
+    /// Reads what a restart needs: active jobs, their rounds and tasks, recent check-ins.
+    pub fn load(&self, min_bucket: i64) -> rusqlite::Result<Snapshot> {
+        let mut snap = Snapshot {
+            max_job_id: self
+                .conn
+                .query_row("SELECT MAX(id) FROM jobs", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })?
+                .map(|v| v as u64),
+            ..Snapshot::default()
+        };
+        let mut st = self.conn.prepare(
+            "SELECT id, spec, token, plan_url, model_size_bytes, registered_at, state, rounds_done, next_round
+             FROM jobs WHERE state = 'active' ORDER BY id",
+        )?;
+        let rows = st.query_map([], |r| {
+            let spec: String = r.get(1)?;
+            Ok(StoredJob {
+                id: r.get::<_, i64>(0)? as u64,
+                spec: serde_json::from_str(&spec).map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        1,
+                        rusqlite::types::Type::Text,
+                        Box::new(e),
+                    )
+                })?,
+                token: r.get(2)?,
+                plan_url: r.get(3)?,
+                model_size_bytes: r.get::<_, i64>(4)? as u64,
+                registered_at: r.get(5)?,
+                state: r.get(6)?,
+                rounds_done: r.get(7)?,
+                next_round: r.get(8)?,
+            })
+        })?;
+        for j in rows {
+            snap.jobs.push(j?);
+        }
+        let mut st = self.conn.prepare(
+            "SELECT r.job_id, round, attempt, demand, deadline, min_response_fraction, submitted_at,
+                    fulfilled_at, closed_at, outcome, assigned, r.finished, failed
+             FROM rounds r JOIN jobs j ON j.id = r.job_id WHERE j.state = 'active'
+             ORDER BY r.job_id, round, attempt",
+        )?;
+        let rows = st.query_map([], |r| {
+            let outcome: Option<String> = r.get(9)?;
+            Ok(StoredRound {
+                job_id: r.get::<_, i64>(0)? as u64,
+                round: r.get(1)?,
+                attempt: r.get(2)?,
+                request: RoundRequest {
+                    demand: r.get(3)?,
+                    deadline: Time(r.get(4)?),
+                    min_response_fraction: r.get(5)?,
+                },
+                submitted_at: r.get(6)?,
+                fulfilled_at: r.get(7)?,
+                closed_at: r.get(8)?,
+                outcome: outcome.map(|o| {
+                    if o == "success" {
+                        RoundOutcome::Success
+                    } else {
+                        RoundOutcome::Abort
+                    }
+                }),
+                counts: (r.get(10)?, r.get(11)?, r.get(12)?),
+            })
+        })?;
+        for r in rows {
+            snap.rounds.push(r?);
+        }
+        let mut st = self.conn.prepare(
+            "SELECT t.token, t.job_id, t.round, t.attempt, t.device_id, t.assigned_at, t.capacity_s, t.lease_until, t.state, t.reported_at
+             FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.state = 'active' ORDER BY t.assigned_at",
+        )?;
+        let rows = st.query_map([], |r| {
+            let state: String = r.get(8)?;
+            Ok(StoredTask {
+                token: r.get(0)?,
+                job_id: r.get::<_, i64>(1)? as u64,
+                round: r.get(2)?,
+                attempt: r.get(3)?,
+                device_id: r.get::<_, i64>(4)? as u64,
+                assigned_at: r.get(5)?,
+                capacity_s: r.get(6)?,
+                lease_until: r.get(7)?,
+                state: parse_task_state(&state),
+                reported_at: r.get(9)?,
+            })
+        })?;
+        for t in rows {
+            snap.tasks.push(t?);
+        }
+        let mut st = self.conn.prepare(
+            "SELECT bucket, profile, count FROM checkins WHERE bucket >= ?1 ORDER BY bucket",
+        )?;
+        let rows = st.query_map(params![min_bucket], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        for c in rows {
+            snap.checkins.push(c?);
+        }
+        Ok(snap)
+    }
+}

@@ -1,0 +1,433 @@
+//! Every endpoint and every 4xx, through `tower::ServiceExt::oneshot` on `router()`.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::*;
+use serde_json::Value;
+use venn_manager::router;
+
+#[tokio::test]
+async fn a_round_from_registration_to_finish() {
+    let (m, _clock, _db) = manager("happy");
+    let app = router(m.clone());
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/jobs",
+        None,
+        Some(&job_body("keyboard", 0.0)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let job = v["job_id"].as_u64().unwrap();
+    let token = v["token"].as_str().unwrap().to_string();
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":2,"deadline_s":60,"min_response_fraction":0.5}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["round"], 0);
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(7, 1.0)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let a = &v["assignment"];
+    assert_eq!(a["job_id"].as_u64(), Some(job));
+    assert_eq!(a["plan_url"], "http://127.0.0.1:9/plan");
+    assert!(a["lease_s"].as_f64().unwrap() > 60.0);
+    let task = a["task_token"].as_str().unwrap().to_string();
+    let (s, v) = call(&app, "GET", &format!("/v1/tasks/{task}"), None, None).await;
+    assert_eq!((s, v["device_id"].as_u64()), (StatusCode::OK, Some(7)));
+    assert_eq!(
+        call(&app, "POST", &format!("/v1/tasks/{task}/ack"), None, None)
+            .await
+            .0,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        call(
+            &app,
+            "POST",
+            &format!("/v1/tasks/{task}/finished"),
+            None,
+            None
+        )
+        .await
+        .0,
+        StatusCode::NO_CONTENT
+    );
+    // A closed task cannot report again.
+    assert_eq!(
+        call(
+            &app,
+            "POST",
+            &format!("/v1/tasks/{task}/finished"),
+            None,
+            None
+        )
+        .await
+        .0,
+        StatusCode::NOT_FOUND
+    );
+    let (s, v) = call(&app, "GET", &format!("/v1/jobs/{job}/rounds/0"), None, None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        (
+            v["state"].as_str(),
+            v["assigned"].as_u64(),
+            v["finished"].as_u64()
+        ),
+        (Some("open"), Some(1), Some(1))
+    );
+    let (s, v) = call(&app, "GET", &format!("/v1/jobs/{job}"), None, None).await;
+    assert_eq!(
+        (s, v["open_round"]["assigned"].as_u64()),
+        (StatusCode::OK, Some(1))
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds/0/close"),
+        Some(&token),
+        Some(r#"{"outcome":"success"}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (v["state"].as_str(), v["outcome"].as_str()),
+        (Some("closed"), Some("success"))
+    );
+    let (s, v) = call(&app, "GET", "/v1/status", None, None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["jobs"][0]["rounds_done"], 1);
+    assert_eq!(v["regions"][0]["check_ins"], 1);
+    let (s, v) = call(&app, "GET", "/metrics", None, None).await;
+    let text = v.as_str().unwrap();
+    assert_eq!(s, StatusCode::OK);
+    assert!(text.contains("venn_checkins_total 1"), "{text}");
+    assert!(text.contains("venn_assignments_total 1"));
+    assert!(text.contains("venn_rounds_closed_total{outcome=\"success\"} 1"));
+    assert!(text.contains("venn_decision_latency_seconds_count 1"));
+    assert_eq!(
+        call(
+            &app,
+            "POST",
+            &format!("/v1/jobs/{job}/finish"),
+            Some(&token),
+            None
+        )
+        .await
+        .0,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        call(&app, "GET", &format!("/v1/jobs/{job}"), None, None)
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        call(&app, "GET", "/healthz", None, None).await.0,
+        StatusCode::OK
+    );
+}
+
+fn err_code(v: &Value) -> &str {
+    v["error"]["code"].as_str().unwrap_or("<no JSON error>")
+}
+
+#[tokio::test]
+async fn every_client_error_is_json_and_names_the_problem() {
+    let (m, _clock, _db) = manager("errors");
+    let app = router(m.clone());
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/jobs",
+        None,
+        Some(&job_body("emoji", 2.0)),
+    )
+    .await;
+    let job = v["job_id"].as_u64().unwrap();
+    let token = v["token"].as_str().unwrap().to_string();
+    let round =
+        |d: &str| format!(r#"{{"demand":{d},"deadline_s":30,"min_response_fraction":0.8}}"#);
+
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/jobs/999/rounds",
+        Some(&token),
+        Some(&round("1")),
+    )
+    .await;
+    assert_eq!((s, err_code(&v)), (StatusCode::NOT_FOUND, "not_found"));
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some("nope"),
+        Some(&round("1")),
+    )
+    .await;
+    assert_eq!(
+        (s, err_code(&v)),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        None,
+        Some(&round("1")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED, "{v}");
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(&round("0")),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("demand"))
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(&round("-3")),
+    )
+    .await;
+    assert_eq!(
+        (s, err_code(&v)),
+        (StatusCode::BAD_REQUEST, "invalid_body"),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("demand"),
+        "{v}"
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":1,"deadline_s":-1,"min_response_fraction":0.8}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("deadline_s"))
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":1,"deadline_s":9,"min_response_fraction":1.5}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("min_response_fraction")
+        )
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":1,"#),
+    )
+    .await;
+    assert_eq!(
+        (s, err_code(&v)),
+        (StatusCode::BAD_REQUEST, "malformed_json")
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"deadline_s":9,"min_response_fraction":0.5}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("demand")),
+        "{v}"
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":1,"deadline_s":9,"min_response_fraction":0.5,"colour":1}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("colour")),
+        "{v}"
+    );
+    let huge = format!(
+        r#"{{"name":"{}","rounds":1,"model_size_bytes":1,"plan_url":"http://x"}}"#,
+        "x".repeat(100_000)
+    );
+    let (s, v) = call(&app, "POST", "/v1/jobs", None, Some(&huge)).await;
+    assert_eq!(
+        (s, err_code(&v)),
+        (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/jobs",
+        None,
+        Some(r#"{"name":"","rounds":1,"model_size_bytes":1,"plan_url":"http://x"}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("name"))
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/jobs",
+        None,
+        Some(r#"{"name":"a","rounds":0,"model_size_bytes":1,"plan_url":"http://x"}"#),
+    )
+    .await;
+    assert_eq!(v["error"]["field"].as_str(), Some("rounds"), "{s} {v}");
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/jobs",
+        None,
+        Some(r#"{"name":"a","rounds":1,"model_size_bytes":1,"plan_url":"ftp://x"}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("plan_url"))
+    );
+    let (s, v) = call(&app, "POST", "/v1/jobs", None, Some(r#"{"name":"a","requirement":{"min_cpu_score":1e999},"rounds":1,"model_size_bytes":1,"plan_url":"http://x"}"#)).await;
+    assert!(s.is_client_error(), "{s} {v}");
+    // One round at a time.
+    assert_eq!(
+        call(
+            &app,
+            "POST",
+            &format!("/v1/jobs/{job}/rounds"),
+            Some(&token),
+            Some(&round("2"))
+        )
+        .await
+        .0,
+        StatusCode::CREATED
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(&round("2")),
+    )
+    .await;
+    assert_eq!((s, err_code(&v)), (StatusCode::CONFLICT, "conflict"));
+    // Ineligible device: told to come back.
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(1, 1.0)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(v["retry_after_s"].as_f64().unwrap() > 0.0, "{v}");
+    let (s, v) = call(&app, "POST", "/v1/check-in", None, Some(r#"{"device_id":1,"profile":{"cpu_score":1,"mem_score":1,"os_version":1,"ms_per_sample":0,"bandwidth_kbps":1}}"#)).await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("profile"))
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(r#"{"device_id":"x"}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let (s, v) = call(&app, "POST", "/v1/tasks/deadbeef/finished", None, None).await;
+    assert_eq!((s, err_code(&v)), (StatusCode::NOT_FOUND, "not_found"));
+    let (s, v) = call(&app, "POST", "/v1/tasks/deadbeef/exploded", None, None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+    let (s, v) = call(&app, "GET", "/v1/jobs/abc", None, None).await;
+    assert_eq!((s, err_code(&v)), (StatusCode::BAD_REQUEST, "invalid_path"));
+    let (s, v) = call(&app, "GET", &format!("/v1/jobs/{job}/rounds/7"), None, None).await;
+    assert_eq!((s, err_code(&v)), (StatusCode::NOT_FOUND, "not_found"));
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds/7/close"),
+        Some(&token),
+        Some(r#"{"outcome":"success"}"#),
+    )
+    .await;
+    assert_eq!((s, err_code(&v)), (StatusCode::NOT_FOUND, "not_found"));
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds/0/close"),
+        Some(&token),
+        Some(r#"{"outcome":"maybe"}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let (s, v) = call(&app, "GET", "/v2/nothing", None, None).await;
+    assert_eq!((s, err_code(&v)), (StatusCode::NOT_FOUND, "not_found"));
+    let (s, _) = call(
+        &app,
+        "DELETE",
+        &format!("/v1/jobs/{job}"),
+        Some("wrong"),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        call(
+            &app,
+            "DELETE",
+            &format!("/v1/jobs/{job}"),
+            Some(&token),
+            None
+        )
+        .await
+        .0,
+        StatusCode::NO_CONTENT
+    );
+    // Accepted state survived all of the above: nothing but the cancelled job changed.
+    let (_, v) = call(&app, "GET", "/v1/status", None, None).await;
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 0);
+}

@@ -1,0 +1,72 @@
+//! Helpers for the manager's tests: a manager on a temporary database, and `oneshot` calls.
+#![allow(dead_code)]
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tower::ServiceExt;
+use venn_manager::{Clock, Manager, Settings};
+
+/// A fresh database path under the system temp dir.
+pub fn temp_db(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("venn-manager-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{name}.db"));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+    }
+    p
+}
+
+/// A manager with a manual clock at t = 1000 s.
+pub fn manager(name: &str) -> (Arc<Manager>, Clock, PathBuf) {
+    let db = temp_db(name);
+    let clock = Clock::manual(1000.0);
+    let m = Arc::new(Manager::open(Settings::default(), &db, clock.clone()).unwrap());
+    (m, clock, db)
+}
+
+/// Sends one request through the router.
+pub async fn call(
+    app: &Router,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> (StatusCode, Value) {
+    let mut b = Request::builder().method(method).uri(uri);
+    if let Some(t) = token {
+        b = b.header("authorization", format!("Bearer {t}"));
+    }
+    let req = match body {
+        Some(s) => b
+            .header("content-type", "application/json")
+            .body(Body::from(s.to_string()))
+            .unwrap(),
+        None => b.body(Body::empty()).unwrap(),
+    };
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let v = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    (status, v)
+}
+
+/// A registration body.
+pub fn job_body(name: &str, min_mem: f64) -> String {
+    format!(
+        r#"{{"name":"{name}","requirement":{{"min_mem_score":{min_mem}}},"rounds":2,"model_size_bytes":1000,"plan_url":"http://127.0.0.1:9/plan"}}"#
+    )
+}
+
+/// A check-in body.
+pub fn checkin_body(device: u64, mem: f64) -> String {
+    format!(
+        r#"{{"device_id":{device},"profile":{{"cpu_score":1,"mem_score":{mem},"os_version":10,"ms_per_sample":78,"bandwidth_kbps":13736}}}}"#
+    )
+}

@@ -1,0 +1,68 @@
+//! Property test of the API surface: arbitrary methods, paths and bodies (including
+//! near-valid JSON) never make the service panic or answer 5xx, and every error body is
+//! JSON with an error code.
+
+mod common;
+
+use common::*;
+use proptest::prelude::*;
+use venn_manager::router;
+
+fn path() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("/v1/jobs".to_string()),
+        (0u64..3).prop_map(|j| format!("/v1/jobs/{j}")),
+        (0u64..3).prop_map(|j| format!("/v1/jobs/{j}/rounds")),
+        (0u64..3, 0u32..3).prop_map(|(j, r)| format!("/v1/jobs/{j}/rounds/{r}")),
+        (0u64..3, 0u32..3).prop_map(|(j, r)| format!("/v1/jobs/{j}/rounds/{r}/close")),
+        (0u64..3).prop_map(|j| format!("/v1/jobs/{j}/finish")),
+        Just("/v1/check-in".to_string()),
+        "[a-z0-9]{0,8}".prop_map(|t| format!("/v1/tasks/{t}/finished")),
+        "/[a-z/%0-9]{0,20}",
+    ]
+}
+
+fn body() -> impl Strategy<Value = Option<String>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(job_body("f", 0.0))),
+        Just(Some(checkin_body(1, 1.0))),
+        (any::<i64>(), any::<f64>(), any::<f64>())
+            .prop_map(|(d, s, f)| Some(format!(r#"{{"demand":{d},"deadline_s":{s},"min_response_fraction":{f}}}"#))),
+        Just(Some(r#"{"outcome":"abort"}"#.to_string())),
+        ".{0,40}".prop_map(Some),
+        (any::<u64>(), any::<f64>(), "[a-z]{0,5}").prop_map(|(d, x, t)| Some(format!(
+            r#"{{"device_id":{d},"profile":{{"cpu_score":{x},"mem_score":1,"os_version":1,"ms_per_sample":{x},"bandwidth_kbps":1,"tags":["{t}"]}}}}"#
+        ))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #[test]
+    fn no_request_panics_or_errors_with_5xx(reqs in prop::collection::vec((prop::sample::select(vec!["GET", "POST", "DELETE", "PUT"]), path(), body(), any::<bool>()), 1..25)) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (m, clock, _db) = manager(&format!("fuzz-{}", rand_suffix()));
+            let app = router(m.clone());
+            let (_, reg) = call(&app, "POST", "/v1/jobs", None, Some(&job_body("seed", 0.0))).await;
+            let token = reg["token"].as_str().unwrap().to_string();
+            for (method, uri, body, authed) in reqs {
+                let (s, v) = call(&app, method, &uri, authed.then_some(token.as_str()), body.as_deref()).await;
+                prop_assert!(!s.is_server_error(), "{} {} -> {} {}", method, uri, s, v);
+                if s.is_client_error() && s != axum::http::StatusCode::METHOD_NOT_ALLOWED {
+                    prop_assert!(v["error"]["code"].is_string(), "{} {} -> {} {}", method, uri, s, v);
+                }
+                clock.advance(1.0);
+                prop_assert!(m.sweep().is_ok());
+            }
+            Ok(())
+        })?;
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}

@@ -1,0 +1,326 @@
+//! Leases, the deadline sweeper, and restarts: a manager reopened on the same SQLite file
+//! resumes its jobs, rounds and outstanding tasks — in-process, and for a real
+//! `venn-manager` process killed with SIGKILL mid-round.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::*;
+use std::sync::Arc;
+use venn_manager::{Manager, Settings, router};
+
+#[tokio::test]
+async fn leases_release_devices_of_a_vanished_job_and_dead_rounds_abort() {
+    let (m, clock, _db) = manager("leases");
+    let app = router(m.clone());
+    let (_, v) = call(&app, "POST", "/v1/jobs", None, Some(&job_body("a", 0.0))).await;
+    let (job, token) = (
+        v["job_id"].as_u64().unwrap(),
+        v["token"].as_str().unwrap().to_string(),
+    );
+    call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":3,"deadline_s":20,"min_response_fraction":0.5}"#),
+    )
+    .await;
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(1, 1.0)),
+    )
+    .await;
+    let lease = v["assignment"]["lease_s"].as_f64().unwrap();
+    // The job process is gone: nobody closes the round. Before the lease ends, nothing moves.
+    clock.advance(lease - 1.0);
+    assert_eq!(m.sweep().unwrap(), (0, 0));
+    clock.advance(2.0);
+    assert_eq!(m.sweep().unwrap().0, 1, "the task's lease ran out");
+    let (_, v) = call(&app, "GET", &format!("/v1/jobs/{job}/rounds/0"), None, None).await;
+    assert_eq!(v["failed"], 1);
+    clock.advance(Settings::default().round_grace_s);
+    assert_eq!(
+        m.sweep().unwrap().1,
+        1,
+        "round aborted past deadline + grace"
+    );
+    let (_, v) = call(&app, "GET", &format!("/v1/jobs/{job}/rounds/0"), None, None).await;
+    assert_eq!(
+        (v["state"].as_str(), v["outcome"].as_str()),
+        (Some("closed"), Some("abort"))
+    );
+    // The device is free for others: a new job gets it.
+    let (_, v) = call(&app, "POST", "/v1/jobs", None, Some(&job_body("b", 0.0))).await;
+    let (job2, token2) = (
+        v["job_id"].as_u64().unwrap(),
+        v["token"].as_str().unwrap().to_string(),
+    );
+    call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job2}/rounds"),
+        Some(&token2),
+        Some(r#"{"demand":1,"deadline_s":20,"min_response_fraction":1}"#),
+    )
+    .await;
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(1, 1.0)),
+    )
+    .await;
+    // Job a's retry (round 0 again) is not submitted, so only b wants devices.
+    assert_eq!(v["assignment"]["job_id"].as_u64(), Some(job2));
+}
+
+#[tokio::test]
+async fn a_reopened_manager_resumes_the_open_round() {
+    let (m, clock, db) = manager("restart");
+    let app = router(m.clone());
+    let (_, v) = call(&app, "POST", "/v1/jobs", None, Some(&job_body("a", 0.0))).await;
+    let (job, token) = (
+        v["job_id"].as_u64().unwrap(),
+        v["token"].as_str().unwrap().to_string(),
+    );
+    call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":2,"deadline_s":600,"min_response_fraction":1}"#),
+    )
+    .await;
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(1, 1.0)),
+    )
+    .await;
+    let task = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    drop(app);
+    drop(m); // no flush, no graceful anything: what was answered must be on disk
+
+    let m2 = Arc::new(Manager::open(Settings::default(), &db, clock.clone()).unwrap());
+    let app = router(m2.clone());
+    let (s, v) = call(&app, "GET", &format!("/v1/jobs/{job}/rounds/0"), None, None).await;
+    assert_eq!(
+        (s, v["assigned"].as_u64()),
+        (StatusCode::OK, Some(1)),
+        "{v}"
+    );
+    // The old task token still works, and device 1 is not assigned twice.
+    assert_eq!(
+        call(
+            &app,
+            "POST",
+            &format!("/v1/tasks/{task}/finished"),
+            None,
+            None
+        )
+        .await
+        .0,
+        StatusCode::NO_CONTENT
+    );
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(1, 1.0)),
+    )
+    .await;
+    assert!(v.get("retry_after_s").is_some(), "{v}");
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(2, 1.0)),
+    )
+    .await;
+    let t2 = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    assert_eq!(
+        call(
+            &app,
+            "POST",
+            &format!("/v1/tasks/{t2}/finished"),
+            None,
+            None
+        )
+        .await
+        .0,
+        StatusCode::NO_CONTENT
+    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds/0/close"),
+        Some(&token),
+        Some(r#"{"outcome":"success"}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["finished"].as_u64()),
+        (StatusCode::OK, Some(2)),
+        "{v}"
+    );
+    // The job's token and progress survive another restart; new ids do not collide; the
+    // check-in history flushed by the (here manual) ticker is reloaded.
+    assert!(m2.flush_checkins().unwrap() >= 1);
+    drop(app);
+    drop(m2);
+    let m3 = Arc::new(Manager::open(Settings::default(), &db, clock).unwrap());
+    let app = router(m3);
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["round"].as_u64()),
+        (StatusCode::CREATED, Some(1)),
+        "{v}"
+    );
+    let (_, v) = call(&app, "POST", "/v1/jobs", None, Some(&job_body("b", 0.0))).await;
+    assert_ne!(v["job_id"].as_u64(), Some(job));
+    let (_, v) = call(&app, "GET", "/v1/status", None, None).await;
+    assert!(
+        v["regions"][0]["check_ins"].as_u64().unwrap() >= 1,
+        "check-in history survived: {v}"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_killed_manager_process_restarts_and_the_round_completes() {
+    use std::process::{Command, Stdio};
+    let db = temp_db("killed");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_venn-manager"))
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--db",
+                db.to_str().unwrap(),
+                "--policy",
+                "venn",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let wait_up = || async {
+        for _ in 0..200 {
+            if http.get(format!("{base}/healthz")).send().await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("manager did not come up");
+    };
+    let mut child = spawn();
+    wait_up().await;
+    let reg: serde_json::Value = http
+        .post(format!("{base}/v1/jobs"))
+        .body(job_body("a", 0.0))
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (job, token) = (
+        reg["job_id"].as_u64().unwrap(),
+        reg["token"].as_str().unwrap().to_string(),
+    );
+    let r = http
+        .post(format!("{base}/v1/jobs/{job}/rounds"))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(r#"{"demand":2,"deadline_s":600,"min_response_fraction":1}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let a: serde_json::Value = http
+        .post(format!("{base}/v1/check-in"))
+        .header("content-type", "application/json")
+        .body(checkin_body(1, 1.0))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task = a["assignment"]["task_token"].as_str().unwrap().to_string();
+    child.kill().unwrap(); // SIGKILL mid-round
+    child.wait().unwrap();
+
+    let mut child = spawn();
+    wait_up().await;
+    let ok = http
+        .post(format!("{base}/v1/tasks/{task}/finished"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 204);
+    let b: serde_json::Value = http
+        .post(format!("{base}/v1/check-in"))
+        .header("content-type", "application/json")
+        .body(checkin_body(2, 1.0))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let t2 = b["assignment"]["task_token"]
+        .as_str()
+        .expect("second device assigned after restart")
+        .to_string();
+    assert_eq!(
+        http.post(format!("{base}/v1/tasks/{t2}/finished"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    let closed: serde_json::Value = http
+        .post(format!("{base}/v1/jobs/{job}/rounds/0/close"))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(r#"{"outcome":"success"}"#)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (closed["state"].as_str(), closed["finished"].as_u64()),
+        (Some("closed"), Some(2)),
+        "{closed}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -7,8 +7,9 @@
 //!   5-day replay expansion, device capacity and eligibility tables, job traces
 //!   and the job generator, and the synthetic availability generator that stands
 //!   in for the FedScale trace we do not have.
-//!
-//! Still to come: the event loop (`engine`) and the remaining `venn-sim` CLI
-//! subcommands (run, compare, table1, breakdown, sweep, overhead).
+//! - [`engine`]: the discrete-event loop that drives `venn-core`, its
+//!   configuration, and the per-job results and summaries; its docs state the
+//!   simulation semantics.
 
+pub mod engine;
 pub mod input;

@@ -5,7 +5,9 @@
 //! function; add `run`, `compare`, `table1`, `breakdown`, `sweep` and
 //! `overhead` the same way.
 
+pub mod common;
 pub mod gen_trace;
+pub mod run;
 
 use clap::{Parser, Subcommand};
 
@@ -25,11 +27,14 @@ pub enum Command {
     /// Generate a synthetic device-availability trace in the Venn CSV form
     /// (`,ID,start,end`), standing in for the FedScale trace.
     GenTrace(gen_trace::Args),
+    /// Simulate one policy on one workload: per-job CSV, JSON summary, table.
+    Run(run::Args),
 }
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::GenTrace(args) => gen_trace::run(args),
+        Command::Run(args) => run::run(args),
     }
 }

@@ -1,0 +1,377 @@
+//! The event loop: merges the pre-sorted check-in stream with the event heap
+//! and drives one `venn-core` [`ResourceManager`].
+//!
+//! Per-job state is a fixed array of small structs indexed by job; devices
+//! have no state of their own beyond the in-flight task carried in its
+//! `TaskEnd` event, so the hot loop never allocates (the core allocates per
+//! round, not per check-in).
+
+use std::time::Instant;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use venn_core::{
+    Decision, DeviceId, JobId, JobSpec, ResourceManager, RoundId, RoundOutcome, RoundRequest,
+    TaskCost, Time,
+};
+
+use super::config::{DEFAULT_REPLICAS, SimConfig};
+use super::error::SimError;
+use super::events::{EventKind, EventQueue};
+use super::result::{JobRecord, Perf, SimResult, Summary};
+use super::setup::SimInput;
+use crate::input::ReplayOptions;
+
+/// How often (in check-ins) the progress callback is called.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// The engine's view of one job.
+#[derive(Clone, Copy, Debug, Default)]
+struct JobRun {
+    /// Round attempts opened so far; tags events of the current attempt.
+    attempt: u32,
+    round: u32,
+    open: bool,
+    assigned: u32,
+    results: u32,
+    /// Results that close the round early: `ceil(demand × fraction)`.
+    need: u32,
+    rounds_done: u32,
+    aborted: u32,
+    sched_delay: f64,
+    response_collection: f64,
+    finish: Option<f64>,
+    fair_share: Option<f64>,
+    cost: TaskCost,
+}
+
+struct Engine<'a> {
+    input: &'a SimInput,
+    cfg: &'a SimConfig,
+    rm: ResourceManager,
+    queue: EventQueue,
+    runs: Vec<JobRun>,
+    rng: ChaCha8Rng,
+    finished: usize,
+    s: Summary,
+}
+
+/// Runs one simulation; see the [module docs](super) for the semantics.
+pub fn run(input: &SimInput, cfg: &SimConfig) -> Result<SimResult, SimError> {
+    run_with_progress(input, cfg, |_, _| {})
+}
+
+/// Like [`run`], calling `progress(check_ins_done, check_ins_total)` every
+/// [`PROGRESS_EVERY`] check-ins.
+pub fn run_with_progress(
+    input: &SimInput,
+    cfg: &SimConfig,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<SimResult, SimError> {
+    cfg.validate()?;
+    let replicas = cfg
+        .replicas
+        .or(input.workload_replicas)
+        .unwrap_or(DEFAULT_REPLICAS);
+    let horizon = cfg.horizon_s.unwrap_or(f64::from(replicas) * cfg.window_s);
+    let rm = super::policies::manager(&cfg.policy, cfg.manager(), cfg.policy_params())?;
+    let mut e = Engine {
+        input,
+        cfg,
+        rm,
+        queue: EventQueue::with_capacity(1 << 16),
+        runs: vec![JobRun::default(); input.jobs.len()],
+        rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_d15b_a7c4),
+        finished: 0,
+        s: Summary {
+            policy: cfg.policy.clone(),
+            seed: cfg.seed,
+            jobs: input.jobs.len(),
+            horizon_s: horizon,
+            ..Summary::default()
+        },
+    };
+    for (i, j) in input.jobs.iter().enumerate() {
+        e.runs[i].cost = TaskCost {
+            compute_s: j.row.workload_s,
+            comm_s: j.row.comm_s * cfg.comm_trips,
+        };
+        e.queue
+            .push(j.row.arrival_s, EventKind::Arrival { job: i as u32 });
+    }
+    let mut replay = input.trace.replay(ReplayOptions {
+        grace_s: cfg.grace_s,
+        window_s: cfg.window_s,
+        replicas,
+    });
+    let total = replay.len() as u64;
+    let mut next = replay.next();
+    let started = Instant::now();
+    let mut now = 0.0;
+    loop {
+        if e.finished == e.runs.len() {
+            break;
+        }
+        let te = e.queue.peek_time();
+        let tc = next.as_ref().map(|c| c.start_s);
+        // Heap events win ties: a result due at the instant of a check-in is
+        // counted before the check-in is offered.
+        let from_heap = match (te, tc) {
+            (Some(a), Some(b)) => a <= b,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let t = if from_heap { te } else { tc }.expect("one stream is non-empty");
+        if t > horizon {
+            break;
+        }
+        now = t;
+        e.s.events += 1;
+        if from_heap {
+            let ev = e.queue.pop().expect("peeked");
+            e.handle(ev.time, ev.kind)?;
+        } else {
+            let c = next.expect("peeked");
+            next = replay.next();
+            let slot = input.devices.slot(c.base_index);
+            e.check_in(c.client_id, slot, c.start_s, c.online_until_s);
+            if e.s.check_ins % PROGRESS_EVERY == 0 {
+                progress(e.s.check_ins, total);
+            }
+        }
+    }
+    progress(e.s.check_ins, total);
+    let wall = started.elapsed().as_secs_f64();
+    e.s.end_time_s = now;
+    Ok(e.finish(horizon, wall))
+}
+
+impl Engine<'_> {
+    fn check_in(&mut self, device: u64, slot: u32, now: f64, online_until: f64) {
+        self.s.check_ins += 1;
+        let profile = self.input.devices.profile(slot);
+        let Decision::Assigned { job, round } =
+            self.rm.check_in(DeviceId(device), profile, Time(now))
+        else {
+            return;
+        };
+        self.s.assignments += 1;
+        let j = job.0 as usize;
+        let run = &mut self.runs[j];
+        debug_assert!(run.open && run.round == round.0);
+        run.assigned += 1;
+        let start = if self.cfg.dispatch_jitter_s > 0.0 {
+            now + self.rng.random::<f64>() * self.cfg.dispatch_jitter_s
+        } else {
+            now
+        };
+        let end = start + profile.task_seconds(run.cost);
+        let ok = end <= online_until;
+        self.queue.push(
+            if ok { end } else { online_until },
+            EventKind::TaskEnd {
+                job: j as u32,
+                attempt: run.attempt,
+                ok,
+                slot,
+                device,
+                online_until,
+            },
+        );
+    }
+
+    fn handle(&mut self, now: f64, kind: EventKind) -> Result<(), SimError> {
+        match kind {
+            EventKind::Arrival { job } => {
+                let j = job as usize;
+                let row = &self.input.jobs[j].row;
+                let spec = JobSpec::new(
+                    format!("job{}", row.idx),
+                    self.input.jobs[j].requirement.clone(),
+                )
+                .with_rounds(row.rounds)
+                .with_task_cost(self.runs[j].cost);
+                self.rm
+                    .register_job_with_id(JobId(j as u64), spec, Time(now))?;
+                self.open_round(j, now)?;
+            }
+            EventKind::Deadline { job, attempt } => {
+                let j = job as usize;
+                let run = &self.runs[j];
+                if !run.open || run.attempt != attempt {
+                    return Ok(());
+                }
+                // The authors' rule: at the deadline the round still counts if
+                // enough devices were dispatched and enough of those returned.
+                let row = &self.input.jobs[j].row;
+                let frac = row.min_response_fraction;
+                let dispatched_ok = f64::from(run.assigned) >= f64::from(row.demand) * frac;
+                let returned_ok =
+                    f64::from(run.results) >= f64::from(run.assigned.min(row.demand)) * frac;
+                let outcome = if dispatched_ok && returned_ok && run.results > 0 {
+                    RoundOutcome::Success
+                } else {
+                    RoundOutcome::Abort
+                };
+                self.close_round(j, now, outcome)?;
+            }
+            EventKind::TaskEnd {
+                job,
+                attempt,
+                ok,
+                slot,
+                device,
+                online_until,
+            } => {
+                let j = job as usize;
+                let run = &self.runs[j];
+                let current = run.open && run.attempt == attempt;
+                let (core, round) = (JobId(j as u64), RoundId(run.round));
+                if ok {
+                    if current {
+                        self.rm
+                            .task_finished(core, round, DeviceId(device), Time(now))?;
+                        self.s.results += 1;
+                        let run = &mut self.runs[j];
+                        run.results += 1;
+                        if run.results >= run.need {
+                            self.close_round(j, now, RoundOutcome::Success)?;
+                        }
+                    } else {
+                        self.s.stragglers += 1;
+                    }
+                    if !self.cfg.one_assignment_per_checkin && now < online_until {
+                        self.check_in(device, slot, now, online_until);
+                    }
+                } else {
+                    self.s.tasks_failed += 1;
+                    if current {
+                        self.rm
+                            .task_failed(core, round, DeviceId(device), Time(now))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn open_round(&mut self, j: usize, now: f64) -> Result<(), SimError> {
+        let row = &self.input.jobs[j].row;
+        let deadline = now + row.deadline_s;
+        let round = self.rm.submit_request(
+            JobId(j as u64),
+            RoundRequest {
+                demand: row.demand,
+                deadline: Time(deadline),
+                min_response_fraction: row.min_response_fraction,
+            },
+            Time(now),
+        )?;
+        let run = &mut self.runs[j];
+        run.attempt += 1;
+        run.round = round.0;
+        run.open = true;
+        run.assigned = 0;
+        run.results = 0;
+        run.need = ((f64::from(row.demand) * row.min_response_fraction).ceil() as u32).max(1);
+        let attempt = run.attempt;
+        self.queue.push(
+            deadline,
+            EventKind::Deadline {
+                job: j as u32,
+                attempt,
+            },
+        );
+        Ok(())
+    }
+
+    fn close_round(&mut self, j: usize, now: f64, outcome: RoundOutcome) -> Result<(), SimError> {
+        let core = JobId(j as u64);
+        let rec = self
+            .rm
+            .close_round(core, RoundId(self.runs[j].round), outcome, Time(now))?;
+        let run = &mut self.runs[j];
+        run.open = false;
+        run.sched_delay += rec.scheduling_delay();
+        run.response_collection += rec.response_collection();
+        match outcome {
+            RoundOutcome::Success => {
+                self.s.rounds_succeeded += 1;
+                run.rounds_done += 1;
+                if run.rounds_done >= self.input.jobs[j].row.rounds {
+                    run.finish = Some(now);
+                    let state = self.rm.job_finished(core, Time(now))?;
+                    self.runs[j].fair_share = state.fair_share_jct;
+                    self.finished += 1;
+                    return Ok(());
+                }
+            }
+            RoundOutcome::Abort => {
+                self.s.rounds_aborted += 1;
+                run.aborted += 1;
+            }
+        }
+        self.open_round(j, now)
+    }
+
+    fn finish(mut self, horizon: f64, wall: f64) -> SimResult {
+        let mut jobs = Vec::with_capacity(self.runs.len());
+        let (mut n, mut sum_all, mut sum_fin, mut sum_sd, mut sum_rc) =
+            (0usize, 0.0, 0.0, 0.0, 0.0);
+        for (j, run) in self.runs.iter().enumerate() {
+            let row = &self.input.jobs[j].row;
+            let fair = run
+                .fair_share
+                .or_else(|| self.rm.job(JobId(j as u64)).and_then(|s| s.fair_share_jct));
+            let jct = match run.finish {
+                Some(f) => f - row.arrival_s,
+                None => (horizon - row.arrival_s).max(0.0),
+            };
+            if row.arrival_s <= horizon {
+                n += 1;
+                sum_all += jct;
+                sum_sd += run.sched_delay;
+                sum_rc += run.response_collection;
+            }
+            if run.finish.is_some() {
+                sum_fin += jct;
+                self.s.finished += 1;
+            } else {
+                self.s.unfinished += 1;
+            }
+            jobs.push(JobRecord {
+                idx: row.idx,
+                config_id: row.config_id,
+                arrival_s: row.arrival_s,
+                finish_s: run.finish,
+                jct_s: jct,
+                sched_delay_s: run.sched_delay,
+                response_collection_s: run.response_collection,
+                rounds: run.rounds_done,
+                rounds_target: row.rounds,
+                aborted_rounds: run.aborted,
+                spec_id: row.spec_id,
+                spec_name: row.spec_name.clone(),
+                demand: row.demand,
+                total_demand: u64::from(row.demand) * u64::from(row.rounds),
+                fair_share_jct_s: fair,
+            });
+        }
+        let mean = |s: f64, k: usize| if k == 0 { 0.0 } else { s / k as f64 };
+        self.s.avg_jct_s = mean(sum_all, n);
+        self.s.avg_jct_finished_s = mean(sum_fin, self.s.finished);
+        self.s.avg_sched_delay_s = mean(sum_sd, n);
+        self.s.avg_response_collection_s = mean(sum_rc, n);
+        let per_s = |x: u64| if wall > 0.0 { x as f64 / wall } else { 0.0 };
+        SimResult {
+            jobs,
+            perf: Perf {
+                wall_s: wall,
+                events_per_s: per_s(self.s.events),
+                check_ins_per_s: per_s(self.s.check_ins),
+            },
+            summary: self.s,
+        }
+    }
+}

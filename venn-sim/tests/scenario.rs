@@ -1,0 +1,224 @@
+//! A hand-computed scenario: 3 jobs, 13 check-ins, FIFO by job arrival, no
+//! dispatch noise and no grace period. Every round's close time and every JCT
+//! below was worked out on paper from the semantics in `venn_sim::engine`.
+//!
+//! Devices are "fast" (78 ms/sample, 13736 kbit/s: a 30 s + 10 s task takes
+//! 40 s) or "slow" (156 ms/sample: 70 s). Specs: 1 = General, 2 = Compute-Rich
+//! (which implies General). Jobs:
+//!
+//! | job | arrives | spec | demand | rounds | deadline | fraction | needs |
+//! |---|---|---|---|---|---|---|---|
+//! | J0 | 0 | 1 | 2 | 2 | 100 | 1.0 | 2 results |
+//! | J1 | 5 | 2 | 1 | 1 | 50 | 1.0 | 1 result |
+//! | J2 | 10 | 1 | 4 | 1 | 100 | 0.5 | 2 results |
+//!
+//! Timeline (check-in `i` at time t, online until u):
+//! - i0 t=1 {1} fast → J0; result at 41.
+//! - i1 t=12 {1,2} fast → J0 (FIFO: J0 arrived first); J0 fully assigned at
+//!   12; the device leaves at 30 before its result (52): lost.
+//! - i2 t=20 {1,2} fast → J1, fully assigned at 20; result due 60.
+//! - i3 t=25 {1} slow → J2; result at 95.
+//! - t=55 J1's deadline: 1 dispatched, 0 returned → abort, retried at 55.
+//! - i4 t=56 {1,2} fast → J1 (arrived before J2); result at 96 → J1 done at 96.
+//! - t=60 i2's result belongs to J1's aborted attempt: a straggler.
+//! - i5 t=61 {1} slow → J2 (2 of 4 dispatched); result due 131.
+//! - t=100 J0's deadline: 2 dispatched, 1 returned of 2 needed → abort, retry.
+//! - t=110 J2's deadline: 2 ≥ 0.5×4 dispatched and 1 ≥ 0.5×min(2,4) returned
+//!   → success under the authors' deadline rule; J2 done at 110, never fully
+//!   assigned, so its whole round counts as scheduling delay.
+//! - i6 t=120 {} → eligible for nothing.
+//! - i7 t=130, i8 t=140 → J0 (fully assigned at 140); results 170, 180 →
+//!   J0 round 0 succeeds at 180; round 1 opens (deadline 280).
+//! - i9 t=190 → J0, result 230; i10 t=195 (online until 215) → J0, lost.
+//! - t=280 J0 round 1: 1 of 2 → abort, retry (deadline 380).
+//! - i11 t=300 → J0, result 340; i12 t=309 slow → J0, result 379 → J0 done.
+
+use venn_sim::engine::{SimConfig, SimInput, run};
+use venn_sim::input::{
+    AvailabilityTrace, CapacityTable, CheckInRow, DeviceCapacity, DeviceCatalog, EligibilityTable,
+    JobRow, Spec, SpecMask, SpecTable,
+};
+
+const FAST: f64 = 78.0;
+const SLOW: f64 = 156.0;
+
+fn specs() -> SpecTable {
+    SpecTable::from_specs(vec![
+        Spec {
+            id: 1,
+            name: "General".into(),
+            min_fp16_memory: 10.0,
+            min_cpu_f: 1.0,
+            min_android_os: 6.0,
+        },
+        Spec {
+            id: 2,
+            name: "Compute-Rich".into(),
+            min_fp16_memory: 10.0,
+            min_cpu_f: 7.0,
+            min_android_os: 6.0,
+        },
+    ])
+}
+
+fn job(
+    idx: u32,
+    arrival: f64,
+    spec: u8,
+    demand: u32,
+    rounds: u32,
+    deadline: f64,
+    frac: f64,
+) -> JobRow {
+    JobRow {
+        idx,
+        arrival_s: arrival,
+        config_id: 1,
+        demand,
+        rounds,
+        deadline_s: deadline,
+        workload_s: 30.0,
+        comm_s: 10.0,
+        min_response_fraction: frac,
+        spec_id: spec,
+        spec_name: if spec == 1 { "General" } else { "Compute-Rich" }.into(),
+    }
+}
+
+fn scenario() -> SimInput {
+    let g = SpecMask(0b01);
+    let gc = SpecMask(0b11);
+    let none = SpecMask(0);
+    // (start, online until, eligibility, ms/sample)
+    let checkins = [
+        (1.0, 100.0, g, FAST),
+        (12.0, 30.0, gc, FAST),
+        (20.0, 200.0, gc, FAST),
+        (25.0, 200.0, g, SLOW),
+        (56.0, 300.0, gc, FAST),
+        (61.0, 300.0, g, SLOW),
+        (120.0, 300.0, none, FAST),
+        (130.0, 300.0, g, FAST),
+        (140.0, 300.0, gc, FAST),
+        (190.0, 400.0, g, FAST),
+        (195.0, 215.0, g, FAST),
+        (300.0, 500.0, g, FAST),
+        (309.0, 500.0, gc, SLOW),
+    ];
+    let rows = checkins
+        .iter()
+        .enumerate()
+        .map(|(i, c)| CheckInRow::new(i as u32, c.0, c.1))
+        .collect();
+    let catalog = DeviceCatalog {
+        capacity: CapacityTable::from_rows(
+            checkins
+                .iter()
+                .enumerate()
+                .map(|(i, c)| DeviceCapacity {
+                    client_id: i as u32 + 1,
+                    ms_per_sample: c.3,
+                    bandwidth_kbps: 13_736.0,
+                })
+                .collect(),
+        ),
+        eligibility: EligibilityTable::from_masks(checkins.iter().map(|c| c.2).collect()),
+        specs: specs(),
+    };
+    let jobs = [
+        job(0, 0.0, 1, 2, 2, 100.0, 1.0),
+        job(1, 5.0, 2, 1, 1, 50.0, 1.0),
+        job(2, 10.0, 1, 4, 1, 100.0, 0.5),
+    ];
+    SimInput::new(
+        AvailabilityTrace::from_rows(rows),
+        &catalog,
+        &jobs,
+        Some(1),
+        1.0,
+    )
+    .unwrap()
+}
+
+fn config() -> SimConfig {
+    SimConfig {
+        policy: "fifo".into(),
+        grace_s: 0.0,
+        window_s: 1000.0,
+        dispatch_jitter_s: 0.0,
+        ..SimConfig::default()
+    }
+}
+
+#[test]
+fn hand_computed_scenario() {
+    let r = run(&scenario(), &config()).unwrap();
+    let j: Vec<_> = r
+        .jobs
+        .iter()
+        .map(|j| (j.idx, j.finish_s, j.jct_s, j.rounds, j.aborted_rounds))
+        .collect();
+    assert_eq!(
+        j,
+        vec![
+            (0, Some(379.0), 379.0, 2, 2),
+            (1, Some(96.0), 91.0, 1, 1),
+            (2, Some(110.0), 100.0, 1, 0),
+        ]
+    );
+    // Per-job sums over round attempts (close − fulfil, fulfil − open).
+    let sd: Vec<f64> = r.jobs.iter().map(|j| j.sched_delay_s).collect();
+    let rc: Vec<f64> = r.jobs.iter().map(|j| j.response_collection_s).collect();
+    assert_eq!(sd, vec![12.0 + 40.0 + 15.0 + 29.0, 15.0 + 1.0, 100.0]);
+    assert_eq!(rc, vec![88.0 + 40.0 + 85.0 + 70.0, 35.0 + 40.0, 0.0]);
+    let s = &r.summary;
+    assert_eq!((s.finished, s.unfinished), (3, 0));
+    assert_eq!(s.avg_jct_s, (379.0 + 91.0 + 100.0) / 3.0);
+    assert_eq!(s.check_ins, 13);
+    assert_eq!(s.assignments, 12);
+    assert_eq!(s.results, 8);
+    assert_eq!(s.tasks_failed, 2);
+    assert_eq!(s.rounds_succeeded, 4);
+    assert_eq!(s.rounds_aborted, 3);
+    assert_eq!(s.end_time_s, 379.0);
+}
+
+#[test]
+fn jct_is_the_sum_of_round_times() {
+    // Rounds follow each other back to back, so the core's per-round records
+    // add up to the JCT.
+    let r = run(&scenario(), &config()).unwrap();
+    // J0 closes at 100 (abort), 180, 280 (abort), 379; J1 at 55 (abort), 96; J2 at 110.
+    let sum = |i: usize| r.jobs[i].sched_delay_s + r.jobs[i].response_collection_s;
+    assert_eq!(sum(0), 379.0);
+    assert_eq!(sum(1), 91.0);
+    assert_eq!(sum(2), 100.0);
+}
+
+#[test]
+fn horizon_censors_unfinished_jobs() {
+    let cfg = SimConfig {
+        horizon_s: Some(200.0),
+        ..config()
+    };
+    let r = run(&scenario(), &cfg).unwrap();
+    assert_eq!(r.jobs[0].finish_s, None);
+    assert_eq!(r.jobs[0].jct_s, 200.0);
+    assert_eq!(r.jobs[0].rounds, 1);
+    assert_eq!((r.summary.finished, r.summary.unfinished), (2, 1));
+    assert_eq!(r.summary.avg_jct_s, (200.0 + 91.0 + 100.0) / 3.0);
+    assert_eq!(r.summary.avg_jct_finished_s, (91.0 + 100.0) / 2.0);
+}
+
+#[test]
+fn grace_keeps_devices_online_longer() {
+    // With 30 s of grace i1 (online until 30+30=60) returns its result at 52,
+    // so J0's first attempt succeeds at 52 instead of aborting at 100.
+    let cfg = SimConfig {
+        grace_s: 30.0,
+        ..config()
+    };
+    let r = run(&scenario(), &cfg).unwrap();
+    assert!(r.jobs[0].aborted_rounds < 2);
+    assert!(r.jobs[0].jct_s < 379.0);
+}

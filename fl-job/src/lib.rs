@@ -10,12 +10,15 @@
 //! [`weights::to_bytes`] (what travels) → [`weights::load`] → [`fedavg`] → [`evaluate`].
 
 mod backend;
+pub mod bench;
+pub mod centralized;
 
 mod config;
 mod error;
 mod eval;
 mod fedavg;
 pub mod model;
+pub mod plot;
 
 mod tensors;
 mod train;
@@ -27,5 +30,5 @@ pub use error::FlError;
 pub use eval::{EvalStats, evaluate};
 pub use fedavg::fedavg;
 pub use model::{Model, ModelKind};
-pub use tensors::{NamedTensor, read_shapes, read_tensors, write_tensors};
+pub use tensors::{NamedTensor, read_shapes, read_tensors, trainable_params, write_tensors};
 pub use train::{TrainStats, train_local, train_local_with};

@@ -137,3 +137,12 @@ pub fn read_shapes(model: &Model) -> Vec<(String, Vec<usize>)> {
     model.visit(&mut s);
     s.out
 }
+
+/// Trainable parameter count: every float tensor except BatchNorm running statistics.
+pub fn trainable_params(model: &Model) -> usize {
+    read_shapes(model)
+        .iter()
+        .filter(|(p, _)| !p.ends_with("running_mean") && !p.ends_with("running_var"))
+        .map(|(_, s)| s.iter().product::<usize>())
+        .sum()
+}

@@ -24,7 +24,7 @@ pub struct WeightsHeader {
     /// The model the weights belong to.
     #[serde(flatten)]
     pub kind: ModelKind,
-    /// Trainable parameter count.
+    /// Float values stored: parameters plus BatchNorm running statistics.
     pub params: usize,
     /// Float tensors stored (parameters and running statistics).
     pub tensors: usize,

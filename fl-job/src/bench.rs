@@ -1,0 +1,139 @@
+//! Throughput and weight-exchange measurements per model and width.
+
+use std::time::{Duration, Instant};
+
+use burn::tensor::Device;
+use datasets::{IMAGE_PIXELS, Samples, SplitMix64};
+use serde::{Deserialize, Serialize};
+
+use crate::config::TrainConfig;
+use crate::error::FlError;
+use crate::eval::evaluate;
+use crate::model::ModelKind;
+use crate::tensors::trainable_params;
+use crate::train::train_local;
+use crate::weights;
+
+/// One model's measurements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRow {
+    /// The model.
+    pub model: ModelKind,
+    /// Trainable parameters.
+    pub params: usize,
+    /// Batch size used.
+    pub batch_size: usize,
+    /// Training samples per second (forward, backward, SGD step).
+    pub train_samples_per_s: f64,
+    /// Inference samples per second (forward only, no autodiff).
+    pub infer_samples_per_s: f64,
+    /// Size of the serialised weights in bytes.
+    pub weight_bytes: usize,
+    /// Time to serialise, milliseconds (best of 3).
+    pub serialize_ms: f64,
+    /// Time to deserialise into a model, milliseconds (best of 3).
+    pub deserialize_ms: f64,
+}
+
+/// Random images with random labels; speed does not depend on the data.
+fn noise(n: usize, seed: u64) -> Samples {
+    let mut rng = SplitMix64::new(seed);
+    Samples {
+        images: (0..n * IMAGE_PIXELS)
+            .map(|_| rng.next_u64() as u8)
+            .collect(),
+        labels: (0..n).map(|_| rng.below(62) as u8).collect(),
+    }
+}
+
+/// Run `f(steps)` with growing step counts until one call takes at least `budget`, and
+/// return samples per second of that call. A first short call warms caches up.
+fn rate(
+    batch: usize,
+    budget: Duration,
+    mut f: impl FnMut(usize) -> Result<(), FlError>,
+) -> Result<f64, FlError> {
+    f(1)?;
+    let mut steps = 2;
+    loop {
+        let t = Instant::now();
+        f(steps)?;
+        let dt = t.elapsed();
+        if dt >= budget || steps >= 10_000 {
+            return Ok((steps * batch) as f64 / dt.as_secs_f64());
+        }
+        let scale = budget.as_secs_f64() / dt.as_secs_f64().max(1e-3);
+        steps = ((steps as f64 * scale * 1.1).ceil() as usize).max(steps + 1);
+    }
+}
+
+/// Measure `kind` on `device` with mini-batches of `batch_size`, spending about `budget`
+/// on each of training and inference.
+pub fn bench_model(
+    kind: ModelKind,
+    batch_size: usize,
+    budget: Duration,
+    device: &Device,
+) -> Result<BenchRow, FlError> {
+    let mut model = kind.init(device);
+    let params = trainable_params(&model);
+    let cfg = TrainConfig {
+        batch_size,
+        ..Default::default()
+    };
+    let train = rate(batch_size, budget, |steps| {
+        let data = noise(steps * batch_size, steps as u64);
+        let cfg = TrainConfig {
+            max_steps: Some(steps),
+            ..cfg.clone()
+        };
+        let (m, _) = train_local(model.clone(), data.view(), &cfg, device)?;
+        model = m;
+        Ok(())
+    })?;
+    let infer = rate(batch_size, budget, |steps| {
+        let data = noise(steps * batch_size, 1);
+        evaluate(&model, data.view(), batch_size, device);
+        Ok(())
+    })?;
+    let (mut ser, mut de, mut size) = (f64::MAX, f64::MAX, 0);
+    for _ in 0..3 {
+        let t = Instant::now();
+        let bytes = weights::to_bytes(kind, &model)?;
+        ser = ser.min(t.elapsed().as_secs_f64() * 1e3);
+        size = bytes.len();
+        let t = Instant::now();
+        let _ = weights::from_bytes(&bytes, device)?;
+        de = de.min(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(BenchRow {
+        model: kind,
+        params,
+        batch_size,
+        train_samples_per_s: train,
+        infer_samples_per_s: infer,
+        weight_bytes: size,
+        serialize_ms: ser,
+        deserialize_ms: de,
+    })
+}
+
+/// The rows as a Markdown table.
+pub fn markdown(rows: &[BenchRow]) -> String {
+    let mut s = String::from(
+        "| model | params | train samples/s | infer samples/s | weight bytes | serialise ms | deserialise ms |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {:.1} | {:.1} | {} | {:.1} | {:.1} |\n",
+            r.model,
+            r.params,
+            r.train_samples_per_s,
+            r.infer_samples_per_s,
+            r.weight_bytes,
+            r.serialize_ms,
+            r.deserialize_ms
+        ));
+    }
+    s
+}

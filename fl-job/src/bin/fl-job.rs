@@ -1,0 +1,229 @@
+//! `fl-job`: benchmark the models and run the centralized sanity experiment.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use datasets::{Femnist, WriterSet, locate};
+use fl_job::bench::{bench_model, markdown};
+use fl_job::centralized::{CentralizedConfig, Point, run_centralized};
+use fl_job::plot::{Series, accuracy_png};
+use fl_job::{Backend, ModelKind, TrainConfig, weights};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Models, training and FedAvg for the Venn FL testbed (FEMNIST, Burn).
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Compute backend: flex (default CPU); ndarray, wgpu, cuda when built with that feature.
+    #[arg(long, global = true, default_value = "flex")]
+    backend: Backend,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Train and inference samples/s, weight size and (de)serialisation time per model.
+    Bench {
+        /// Models to measure, e.g. resnet18:64 or mobilenet_v2:0.5.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "resnet18:64,resnet18:16,mobilenet_v2:1.0,mobilenet_v2:0.5"
+        )]
+        models: Vec<ModelKind>,
+        /// Mini-batch size.
+        #[arg(long, default_value_t = 20)]
+        batch: usize,
+        /// Seconds spent timing each of training and inference per model.
+        #[arg(long, default_value_t = 8.0)]
+        seconds: f64,
+        /// Also write the rows as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Train on all writers' train data, test on their test data; write CSV + PNG.
+    Centralized {
+        /// The model, e.g. resnet18:16 or mobilenet_v2:0.5.
+        #[arg(long, default_value = "mobilenet_v2:0.5")]
+        model: ModelKind,
+        /// FEMNIST directory or the shared data directory holding femnist/.
+        /// Default: $VENN_DATA, else ../shared/data/femnist beside the workspace.
+        #[arg(long, env = "VENN_DATA")]
+        data: Option<PathBuf>,
+        /// Wall-time budget in minutes (checked after each evaluation).
+        #[arg(long, default_value_t = 30.0)]
+        budget_min: f64,
+        /// Stop after this many epochs.
+        #[arg(long, default_value_t = 10.0)]
+        max_epochs: f64,
+        /// Stop once test accuracy reaches this fraction (e.g. 0.85).
+        #[arg(long)]
+        stop_at: Option<f64>,
+        /// SGD steps between test evaluations.
+        #[arg(long, default_value_t = 500)]
+        eval_every: usize,
+        /// Learning rate.
+        #[arg(long, default_value_t = 0.05)]
+        lr: f64,
+        /// Momentum.
+        #[arg(long, default_value_t = 0.9)]
+        momentum: f64,
+        /// Weight decay.
+        #[arg(long, default_value_t = 0.0)]
+        weight_decay: f64,
+        /// Mini-batch size.
+        #[arg(long, default_value_t = 20)]
+        batch: usize,
+        /// Shuffle seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output directory for curve.csv, curve.png, summary.json and weights.bin.
+        #[arg(long, default_value = "results/centralized")]
+        out: PathBuf,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let device = cli.backend.device();
+    match cli.cmd {
+        Cmd::Bench {
+            models,
+            batch,
+            seconds,
+            json,
+        } => {
+            let bar = ProgressBar::new(models.len() as u64).with_style(
+                ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")?,
+            );
+            let mut rows = Vec::new();
+            for kind in models {
+                bar.set_message(kind.to_string());
+                let row = bench_model(kind, batch, Duration::from_secs_f64(seconds), &device)?;
+                tracing::info!(?row, "measured");
+                rows.push(row);
+                bar.inc(1);
+            }
+            bar.finish_and_clear();
+            println!(
+                "backend: {}, batch {batch}, rayon threads: {}",
+                cli.backend,
+                rayon_threads()
+            );
+            print!("{}", markdown(&rows));
+            if let Some(path) = json {
+                std::fs::write(&path, serde_json::to_string_pretty(&rows)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+        Cmd::Centralized {
+            model,
+            data,
+            budget_min,
+            max_epochs,
+            stop_at,
+            eval_every,
+            lr,
+            momentum,
+            weight_decay,
+            batch,
+            seed,
+            out,
+        } => {
+            let root = locate(data.as_deref())?;
+            tracing::info!(root = %root.display(), "loading FEMNIST");
+            let femnist = Femnist::load(&root, WriterSet::Main)?;
+            let stats = femnist.stats();
+            tracing::info!(?stats, "loaded");
+            let cfg = CentralizedConfig {
+                model,
+                train: TrainConfig {
+                    lr,
+                    momentum,
+                    weight_decay,
+                    batch_size: batch,
+                    seed,
+                    ..Default::default()
+                },
+                budget: Duration::from_secs_f64(budget_min * 60.0),
+                max_epochs,
+                eval_every,
+                stop_at,
+            };
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            let csv_path = out.join("curve.csv");
+            let mut csv = csv::Writer::from_path(&csv_path)?;
+            let bar = ProgressBar::new_spinner().with_style(ProgressStyle::with_template(
+                "{spinner} step {pos} [{elapsed}] {msg}",
+            )?);
+            let mut csv_err = None;
+            let (trained, points) = run_centralized(
+                &femnist,
+                &cfg,
+                &device,
+                |s| bar.set_position(s as u64),
+                |p: &Point| {
+                    tracing::info!(
+                        minutes = format!("{:.1}", p.wall_s / 60.0),
+                        epoch = format!("{:.2}", p.epoch),
+                        train_loss = format!("{:.3}", p.train_loss),
+                        test_acc = format!("{:.4}", p.test_accuracy),
+                        "eval"
+                    );
+                    bar.set_message(format!("test acc {:.2} %", p.test_accuracy * 100.0));
+                    if let Err(e) = csv.serialize(p).and_then(|_| Ok(csv.flush()?)) {
+                        csv_err.get_or_insert(e);
+                    }
+                },
+            )?;
+            bar.finish_and_clear();
+            if let Some(e) = csv_err {
+                return Err(e).context("writing curve.csv");
+            }
+            let series = Series {
+                name: model.to_string(),
+                points: points
+                    .iter()
+                    .map(|p| (p.wall_s / 60.0, p.test_accuracy * 100.0))
+                    .collect(),
+            };
+            let title = format!("FEMNIST centralized, {model}");
+            accuracy_png(&out.join("curve.png"), &title, &[series])?;
+            std::fs::write(out.join("weights.bin"), weights::to_bytes(model, &trained)?)?;
+            let last = points.last().context("no evaluation ran")?;
+            let best = points.iter().map(|p| p.test_accuracy).fold(0.0, f64::max);
+            let summary = serde_json::json!({
+                "model": model.to_string(),
+                "backend": cli.backend.to_string(),
+                "rayon_threads": rayon_threads(),
+                "data": stats,
+                "config": cfg,
+                "final": last,
+                "best_test_accuracy": best,
+            });
+            std::fs::write(
+                out.join("summary.json"),
+                serde_json::to_string_pretty(&summary)?,
+            )?;
+            println!("{summary}");
+        }
+    }
+    Ok(())
+}
+
+/// Threads the CPU backend may use (`RAYON_NUM_THREADS`, else all cores).
+fn rayon_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}

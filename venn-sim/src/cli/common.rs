@@ -101,7 +101,6 @@ impl SimArgs {
     }
 
     /// Threads to use.
-    #[allow(dead_code)] // used by compare and table1
     pub fn threads(&self) -> usize {
         self.threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

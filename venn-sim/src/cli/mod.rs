@@ -6,8 +6,10 @@
 //! `overhead` the same way.
 
 pub mod common;
+pub mod compare;
 pub mod gen_trace;
 pub mod run;
+pub mod table1;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +31,10 @@ pub enum Command {
     GenTrace(gen_trace::Args),
     /// Simulate one policy on one workload: per-job CSV, JSON summary, table.
     Run(run::Args),
+    /// Several policies on identical input, with speed-ups over a baseline.
+    Compare(compare::Args),
+    /// The paper's Table 1: speed-up over random for five workloads, over seeds.
+    Table1(table1::Args),
 }
 
 /// Runs the parsed command line.
@@ -36,5 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::GenTrace(args) => gen_trace::run(args),
         Command::Run(args) => run::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Table1(args) => table1::run(args),
     }
 }

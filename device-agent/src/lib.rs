@@ -1,4 +1,12 @@
 //! Emulates a population of edge devices in one process: each checks in with the
 //! manager, trains its assigned task on its own FEMNIST writers, and reports or drops off.
+//! Also home of `venn-lab`, which runs whole local experiments and load tests.
 //!
-//! Not built yet.
+//! ## Layout
+//! - [`client`]: HTTP client of the manager's device endpoints.
+//! - [`population`]: device profiles from the shared traces (or synthetic).
+//! - [`load`]: the check-in load generator (`venn-lab load`).
+
+pub mod client;
+pub mod load;
+pub mod population;

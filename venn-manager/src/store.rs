@@ -27,8 +27,6 @@ CREATE TABLE IF NOT EXISTS rounds(
   job_id INTEGER NOT NULL, round INTEGER NOT NULL, attempt INTEGER NOT NULL,
   demand INTEGER NOT NULL, deadline REAL NOT NULL, min_response_fraction REAL NOT NULL,
   submitted_at REAL NOT NULL, fulfilled_at REAL, closed_at REAL, outcome TEXT,
-  assigned INTEGER NOT NULL DEFAULT 0, finished INTEGER NOT NULL DEFAULT 0,
-  failed INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY(job_id, round, attempt));
 CREATE TABLE IF NOT EXISTS tasks(
   token TEXT PRIMARY KEY, job_id INTEGER NOT NULL, round INTEGER NOT NULL,
@@ -83,7 +81,7 @@ pub struct StoredRound {
     pub closed_at: Option<f64>,
     /// How it closed.
     pub outcome: Option<RoundOutcome>,
-    /// Devices assigned / results / failures.
+    /// Devices assigned / results / failures (counted from the task rows).
     pub counts: (u32, u32, u32),
 }
 
@@ -232,44 +230,29 @@ impl Store {
         Ok(())
     }
 
-    /// Records an assignment: the task row and the round's counters, in one transaction.
+    /// Records an assignment (and, when it completes the demand, the round's fulfilment).
+    /// Round counters are not stored: they are counted from the task rows when loading.
     pub fn insert_task(&mut self, t: &StoredTask, fulfilled: bool) -> rusqlite::Result<()> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO tasks(token, job_id, round, attempt, device_id, assigned_at, capacity_s, lease_until, state)
-             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![t.token, t.job_id as i64, t.round, t.attempt, t.device_id as i64, t.assigned_at, t.capacity_s, t.lease_until, task_state_str(t.state)],
-        )?;
-        tx.execute(
-            "UPDATE rounds SET assigned = assigned + 1, fulfilled_at = CASE WHEN ?4 THEN ?5 ELSE fulfilled_at END
-             WHERE job_id = ?1 AND round = ?2 AND attempt = ?3",
-            params![t.job_id as i64, t.round, t.attempt, fulfilled, t.assigned_at],
-        )?;
-        tx.commit()
+        self.conn
+            .prepare_cached(
+                "INSERT INTO tasks(token, job_id, round, attempt, device_id, assigned_at, capacity_s, lease_until, state)
+                 VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![t.token, t.job_id as i64, t.round, t.attempt, t.device_id as i64, t.assigned_at, t.capacity_s, t.lease_until, task_state_str(t.state)])?;
+        if fulfilled {
+            self.conn
+                .prepare_cached("UPDATE rounds SET fulfilled_at = ?4 WHERE job_id = ?1 AND round = ?2 AND attempt = ?3")?
+                .execute(params![t.job_id as i64, t.round, t.attempt, t.assigned_at])?;
+        }
+        Ok(())
     }
 
-    /// Records a task's new state and bumps the round's result or failure count.
+    /// Records a task's new state.
     pub fn update_task(&mut self, token: &str, state: TaskState, at: Time) -> rusqlite::Result<()> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "UPDATE tasks SET state = ?2, reported_at = ?3 WHERE token = ?1",
-            params![token, task_state_str(state), at.secs()],
-        )?;
-        let column = match state {
-            TaskState::Finished => Some("finished"),
-            TaskState::Failed => Some("failed"),
-            _ => None,
-        };
-        if let Some(c) = column {
-            tx.execute(
-                &format!(
-                    "UPDATE rounds SET {c} = {c} + 1 WHERE (job_id, round, attempt) =
-                     (SELECT job_id, round, attempt FROM tasks WHERE token = ?1)"
-                ),
-                params![token],
-            )?;
-        }
-        tx.commit()
+        self.conn
+            .prepare_cached("UPDATE tasks SET state = ?2, reported_at = ?3 WHERE token = ?1")?
+            .execute(params![token, task_state_str(state), at.secs()])?;
+        Ok(())
     }
 
     /// Closes a round attempt and updates the job's progress.
@@ -356,10 +339,13 @@ impl Store {
             snap.jobs.push(j?);
         }
         let mut st = self.conn.prepare(
-            "SELECT r.job_id, round, attempt, demand, deadline, min_response_fraction, submitted_at,
-                    fulfilled_at, closed_at, outcome, assigned, r.finished, failed
+            "SELECT r.job_id, r.round, r.attempt, demand, deadline, min_response_fraction, submitted_at,
+                    fulfilled_at, closed_at, outcome,
+                    (SELECT COUNT(*) FROM tasks t WHERE (t.job_id, t.round, t.attempt) = (r.job_id, r.round, r.attempt)),
+                    (SELECT COUNT(*) FROM tasks t WHERE (t.job_id, t.round, t.attempt) = (r.job_id, r.round, r.attempt) AND t.state = 'finished'),
+                    (SELECT COUNT(*) FROM tasks t WHERE (t.job_id, t.round, t.attempt) = (r.job_id, r.round, r.attempt) AND t.state = 'failed')
              FROM rounds r JOIN jobs j ON j.id = r.job_id WHERE j.state = 'active'
-             ORDER BY r.job_id, round, attempt",
+             ORDER BY r.job_id, r.round, r.attempt",
         )?;
         let rows = st.query_map([], |r| {
             let outcome: Option<String> = r.get(9)?;

@@ -1,0 +1,140 @@
+//! `venn-lab`: run local experiments against a live manager, and load-test it.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use device_agent::load::{self, LoadConfig};
+use device_agent::population;
+use std::sync::Arc;
+use std::time::Duration;
+use venn_manager::dto::{RegisterJob, SubmitRound};
+use venn_manager::{Clock, Manager, Settings};
+
+/// Venn testbed laboratory: local end-to-end experiments and load tests.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Emulated check-ins over loopback against a manager: throughput and latency.
+    ///
+    /// Without --url, starts a manager in this process on a temporary database (so the
+    /// figures include the server's share of the same cores).
+    Load {
+        /// Manager base URL (default: an in-process manager).
+        #[arg(long)]
+        url: Option<String>,
+        /// Distinct emulated devices.
+        #[arg(long, default_value_t = 10_000)]
+        devices: usize,
+        /// Concurrent requests in flight.
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// Seconds to run.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Register jobs with open demand first, so check-ins turn into persisted assignments.
+        #[arg(long)]
+        busy: bool,
+        /// Scheduling policy of the in-process manager.
+        #[arg(long, default_value = "venn")]
+        policy: String,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    match Cli::parse().command {
+        Command::Load {
+            url,
+            devices,
+            connections,
+            seconds,
+            busy,
+            policy,
+        } => {
+            let base = match url {
+                Some(u) => u,
+                None => spawn_manager(&policy).await?,
+            };
+            if busy {
+                register_busy_jobs(&base).await?;
+            }
+            let profiles = population::synthetic(997);
+            let report = load::run(LoadConfig {
+                base,
+                profiles,
+                devices,
+                connections,
+                duration: Duration::from_secs_f64(seconds),
+            })
+            .await;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
+    }
+    Ok(())
+}
+
+async fn spawn_manager(policy: &str) -> anyhow::Result<String> {
+    let dir = std::env::temp_dir().join(format!("venn-lab-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let db = dir.join("manager.db");
+    let settings = Settings {
+        policy: policy.to_string(),
+        ..Settings::default()
+    };
+    let manager =
+        Arc::new(Manager::open(settings, &db, Clock::System).context("opening the manager")?);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(venn_manager::server::serve(
+        listener,
+        manager,
+        std::future::pending(),
+    ));
+    Ok(format!("http://{addr}"))
+}
+
+async fn register_busy_jobs(base: &str) -> anyhow::Result<()> {
+    let http = reqwest::Client::new();
+    for i in 0..10 {
+        let mut requirement = venn_core::Requirement::scores((i % 3) as f64, 0.0, 0.0);
+        requirement.normalize();
+        let reg = RegisterJob {
+            name: format!("load-{i}"),
+            requirement,
+            rounds: 1,
+            model_size_bytes: 1_000_000,
+            plan_url: "http://127.0.0.1:9/plan".into(),
+            task_cost: None,
+        };
+        let r: venn_manager::dto::Registered = http
+            .post(format!("{base}/v1/jobs"))
+            .json(&reg)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let sub = SubmitRound {
+            demand: 10_000_000,
+            deadline_s: 3600.0,
+            min_response_fraction: 0.8,
+        };
+        http.post(format!("{base}/v1/jobs/{}/rounds", r.job_id))
+            .bearer_auth(&r.token)
+            .json(&sub)
+            .send()
+            .await?
+            .error_for_status()?;
+    }
+    Ok(())
+}

@@ -10,6 +10,11 @@
 //! - [`engine`]: the discrete-event loop that drives `venn-core`, its
 //!   configuration, and the per-job results and summaries; its docs state the
 //!   simulation semantics.
+//! - [`experiments`]: breakdowns of per-job results and the scheduler
+//!   overhead measurement behind the paper's tables and figures.
+//! - [`plot`]: PNG line charts.
 
 pub mod engine;
+pub mod experiments;
 pub mod input;
+pub mod plot;

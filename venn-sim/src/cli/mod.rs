@@ -2,13 +2,15 @@
 //!
 //! Compiled into the binary only (via `#[path]`), so it may use `anyhow`.
 //! Each subcommand lives in its own module with an `Args` struct and a `run`
-//! function; add `run`, `compare`, `table1`, `breakdown`, `sweep` and
-//! `overhead` the same way.
+//! function. Progress bars and logs go to stderr, tables and `--json` to stdout.
 
+pub mod breakdown;
 pub mod common;
 pub mod compare;
 pub mod gen_trace;
+pub mod overhead;
 pub mod run;
+pub mod sweep;
 pub mod table1;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +37,13 @@ pub enum Command {
     Compare(compare::Args),
     /// The paper's Table 1: speed-up over random for five workloads, over seeds.
     Table1(table1::Args),
+    /// The paper's Tables 2-4: speed-up by demand percentile, by spec, and on
+    /// the biased workloads.
+    Breakdown(breakdown::Args),
+    /// Sensitivity sweeps over jobs, tiers or epsilon (Figs. 12-14), with PNG plots.
+    Sweep(sweep::Args),
+    /// Scheduler decision latency against jobs and groups (Fig. 10), with a PNG plot.
+    Overhead(overhead::Args),
 }
 
 /// Runs the parsed command line.
@@ -44,5 +53,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Table1(args) => table1::run(args),
+        Command::Breakdown(args) => breakdown::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::Overhead(args) => overhead::run(args),
     }
 }

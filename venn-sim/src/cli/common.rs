@@ -169,6 +169,27 @@ impl Inputs {
     }
 }
 
+/// Which average JCT speed-ups compare.
+#[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
+pub enum Average {
+    /// Over all jobs, unfinished ones counted up to the horizon.
+    #[default]
+    Censored,
+    /// Over finished jobs only, as the authors' `show_state` does (it skips
+    /// jobs whose JCT is not positive, i.e. unfinished ones).
+    Finished,
+}
+
+impl Average {
+    /// The chosen average of a run.
+    pub fn of(self, r: &SimResult) -> f64 {
+        match self {
+            Average::Censored => r.summary.avg_jct_s,
+            Average::Finished => r.summary.avg_jct_finished_s,
+        }
+    }
+}
+
 /// One run to do: a label, which input, which config.
 pub struct Task<'a> {
     /// Shown on the progress bar.

@@ -230,13 +230,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         series.push(fair);
     }
     let png = args.out.join(format!("sweep_{name}.png"));
-    line_chart(
-        &png,
-        title,
-        xl,
-        &format!("speed-up over {}", args.baseline),
-        &series,
-    )?;
+    let y_label = match args.what {
+        What::Epsilon => format!("speed-up over {} / fraction of jobs", args.baseline),
+        _ => format!("speed-up over {}", args.baseline),
+    };
+    line_chart(&png, title, xl, &y_label, &series)?;
     tracing::info!(png = %png.display(), "wrote plot and CSV");
     Ok(())
 }

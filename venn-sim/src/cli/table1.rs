@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::common::{InputArgs, Inputs, SimArgs, Task, run_all};
+use venn_sim::engine::SimResult;
+
+use super::common::{Average, InputArgs, Inputs, SimArgs, Task, run_all, secs};
 
 /// The paper's Table 1 (speed-up over Random: FIFO, SRSF, Venn), for
 /// side-by-side printing. Only the Even row is transcribed here.
@@ -15,7 +17,8 @@ pub struct Args {
     /// Number of seeds (0, 1, ..., N-1).
     #[arg(long, default_value_t = 5)]
     pub seeds: u64,
-    /// Print `{"workload": {"policy": speedup}}` (seed means) on stdout.
+    /// Print `{"workload": {"policy": speedup}}` (seed means, over the first
+    /// baseline, with `--average`) on stdout instead of the tables.
     #[arg(long)]
     pub json: bool,
     /// Comma-separated workloads.
@@ -28,9 +31,13 @@ pub struct Args {
     /// Comma-separated policies.
     #[arg(long, value_delimiter = ',', default_value = "fifo,srsf,venn")]
     pub policies: Vec<String>,
-    /// Speed-ups are over this policy, run with the same seed.
-    #[arg(long, default_value = "random")]
-    pub baseline: String,
+    /// Baselines, run with the same seeds; speed-ups are over each in turn.
+    /// The first one feeds `--json`.
+    #[arg(long, value_delimiter = ',', default_value = "random")]
+    pub baselines: Vec<String>,
+    /// Which average JCT the JSON speed-ups compare (the tables show both).
+    #[arg(long, value_enum, default_value_t = Average::Censored)]
+    pub average: Average,
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
@@ -52,20 +59,37 @@ pub fn mean_sd(v: &[f64]) -> (f64, f64) {
     (m, var.sqrt())
 }
 
+fn paper(w: &str, p: &str) -> String {
+    PAPER
+        .iter()
+        .find(|(n, _)| *n == w)
+        .and_then(|(_, v)| match p {
+            "fifo" => Some(v[0]),
+            "srsf" => Some(v[1]),
+            "venn" => Some(v[2]),
+            _ => None,
+        })
+        .map_or(String::new(), |x| format!("[{x:.2}]"))
+}
+
 /// Runs `table1`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.baselines.is_empty() {
+        anyhow::bail!("--baselines is empty");
+    }
     let inputs = Inputs::load(&args.input)?;
     let wl_inputs = args
         .workloads
         .iter()
         .map(|w| inputs.workload(w, None))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut all = vec![args.baseline.clone()];
+    let mut all = args.baselines.clone();
     all.extend(
         args.policies
             .iter()
-            .filter(|p| **p != args.baseline)
-            .cloned(),
+            .filter(|p| !all.contains(p))
+            .cloned()
+            .collect::<Vec<_>>(),
     );
     let mut tasks = Vec::new();
     let mut keys = Vec::new();
@@ -82,63 +106,87 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let results = run_all(tasks, args.sim.threads())?;
-    let mut jct: BTreeMap<(String, String, u64), f64> = BTreeMap::new();
+    let mut by_key: BTreeMap<(String, String, u64), &SimResult> = BTreeMap::new();
     for (k, r) in keys.into_iter().zip(&results) {
-        jct.insert(k, r.summary.avg_jct_s);
+        by_key.insert(k, r);
     }
-    let mut json = serde_json::Map::new();
-    if !args.json {
-        println!(
-            "speed-up in average JCT over {} (mean ± sd over {} seeds; paper in brackets)",
-            args.baseline, args.seeds
-        );
-        print!("{:<8}", "workload");
-        for p in &args.policies {
-            print!(" {:>22}", p);
-        }
-        println!(" {:>16}", format!("{} avg JCT s", args.baseline));
-    }
-    for w in &args.workloads {
-        let mut row = serde_json::Map::new();
-        if !args.json {
-            print!("{w:<8}");
-        }
-        for (pi, p) in args.policies.iter().enumerate() {
-            let sp: Vec<f64> = (0..args.seeds)
-                .map(|s| {
-                    jct[&(w.clone(), args.baseline.clone(), s)] / jct[&(w.clone(), p.clone(), s)]
-                })
-                .collect();
-            let (m, sd) = mean_sd(&sp);
-            row.insert(p.clone(), serde_json::json!((m * 1000.0).round() / 1000.0));
-            if !args.json {
-                let paper = PAPER
-                    .iter()
-                    .find(|(n, _)| n == w)
-                    .and_then(|(_, v)| match p.as_str() {
-                        "fifo" => Some(v[0]),
-                        "srsf" => Some(v[1]),
-                        "venn" => Some(v[2]),
-                        _ => None,
-                    })
-                    .filter(|_| pi < 3)
-                    .map_or(String::new(), |x| format!("[{x:.2}]"));
-                print!(" {:>15} {:>6}", format!("{m:.2}±{sd:.2}x"), paper);
-            }
-        }
-        if !args.json {
-            let b: Vec<f64> = (0..args.seeds)
-                .map(|s| jct[&(w.clone(), args.baseline.clone(), s)])
-                .collect();
-            println!(" {:>16.0}", mean_sd(&b).0);
-        }
-        json.insert(w.clone(), serde_json::Value::Object(row));
-    }
+    let get = |w: &str, p: &str, s: u64| by_key[&(w.to_string(), p.to_string(), s)];
+    let speedups = |w: &str, base: &str, p: &str, avg: Average| -> Vec<f64> {
+        (0..args.seeds)
+            .map(|s| avg.of(get(w, base, s)) / avg.of(get(w, p, s)))
+            .collect()
+    };
     if args.json {
+        let mut json = serde_json::Map::new();
+        for w in &args.workloads {
+            let mut row = serde_json::Map::new();
+            for p in &args.policies {
+                let (m, _) = mean_sd(&speedups(w, &args.baselines[0], p, args.average));
+                row.insert(p.clone(), serde_json::json!((m * 1000.0).round() / 1000.0));
+            }
+            json.insert(w.clone(), serde_json::Value::Object(row));
+        }
         println!(
             "{}",
             serde_json::to_string(&serde_json::Value::Object(json))?
         );
+        return Ok(());
+    }
+    for base in &args.baselines {
+        for avg in [Average::Censored, Average::Finished] {
+            println!(
+                "\nspeed-up over {base}, average JCT {:?} (mean ± sd over {} seeds; paper in brackets)",
+                avg, args.seeds
+            );
+            print!("{:<8}", "workload");
+            for p in &args.policies {
+                print!(" {:>22}", p);
+            }
+            println!(" {:>20}", format!("{base} avg JCT s"));
+            for w in &args.workloads {
+                print!("{w:<8}");
+                for p in &args.policies {
+                    let (m, sd) = mean_sd(&speedups(w, base, p, avg));
+                    let pp = if base == "random" {
+                        paper(w, p)
+                    } else {
+                        String::new()
+                    };
+                    print!(" {:>15} {:>6}", format!("{m:.2}±{sd:.2}x"), pp);
+                }
+                let b: Vec<f64> = (0..args.seeds).map(|s| avg.of(get(w, base, s))).collect();
+                println!(" {:>20.0}", mean_sd(&b).0);
+            }
+        }
+    }
+    println!(
+        "\naverage JCT in seconds (mean over seeds; censored: unfinished jobs up to the horizon; finished jobs / all in brackets)"
+    );
+    print!("{:<8}", "workload");
+    for p in &all {
+        print!(" {:>26}", p);
+    }
+    println!();
+    for w in &args.workloads {
+        print!("{w:<8}");
+        for p in &all {
+            let c: Vec<f64> = (0..args.seeds)
+                .map(|s| get(w, p, s).summary.avg_jct_s)
+                .collect();
+            let f: Vec<f64> = (0..args.seeds)
+                .map(|s| get(w, p, s).summary.finished as f64)
+                .collect();
+            print!(
+                " {:>26}",
+                format!(
+                    "{} [{:.1}/{}]",
+                    secs(mean_sd(&c).0),
+                    mean_sd(&f).0,
+                    get(w, p, 0).summary.jobs
+                )
+            );
+        }
+        println!();
     }
     Ok(())
 }

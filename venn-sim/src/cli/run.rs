@@ -81,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     println!(
         "{} check-ins, {} assignments, {} results, {} lost, {} stragglers, {} rounds ok, {} aborted; \
-         {} events in {:.2} s ({:.2} M events/s)",
+         {} plans; {} events in {:.2} s ({:.2} M events/s)",
         s.check_ins,
         s.assignments,
         s.results,
@@ -89,6 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         s.stragglers,
         s.rounds_succeeded,
         s.rounds_aborted,
+        s.plans,
         s.events,
         r.perf.wall_s,
         r.perf.events_per_s / 1e6

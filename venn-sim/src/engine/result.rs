@@ -92,6 +92,8 @@ pub struct Summary {
     pub rounds_aborted: u64,
     /// Events processed (check-ins included).
     pub events: u64,
+    /// Planning passes the core ran (one per check-in after a queue change).
+    pub plans: u64,
     /// Last simulated time reached, seconds.
     pub end_time_s: f64,
     /// Horizon, seconds.

@@ -144,6 +144,7 @@ pub fn run_with_progress(
     progress(e.s.check_ins, total);
     let wall = started.elapsed().as_secs_f64();
     e.s.end_time_s = now;
+    e.s.plans = e.rm.counters().plans;
     Ok(e.finish(horizon, wall))
 }
 

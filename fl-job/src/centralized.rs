@@ -50,11 +50,13 @@ pub struct Point {
     pub test_loss: f64,
 }
 
-/// Run the experiment; `on_step(steps)` after each SGD step, `on_point` after each
-/// evaluation. Returns the final model and the curve.
+/// Run the experiment from `initial` (a fresh `cfg.model` when `None`, e.g. to continue a
+/// run at a lower learning rate); `on_step(steps)` after each SGD step, `on_point` after
+/// each evaluation. Returns the final model and the curve.
 pub fn run_centralized(
     data: &Femnist,
     cfg: &CentralizedConfig,
+    initial: Option<Model>,
     device: &Device,
     mut on_step: impl FnMut(usize),
     mut on_point: impl FnMut(&Point),
@@ -67,7 +69,7 @@ pub fn run_centralized(
     }
     let per_epoch = train.labels.len().div_ceil(cfg.train.batch_size);
     let start = Instant::now();
-    let mut model = cfg.model.init(device);
+    let mut model = initial.unwrap_or_else(|| cfg.model.init(device));
     let (mut steps, mut train_s, mut points) = (0usize, 0.0, Vec::new());
     for chunk in 0u64.. {
         // Each chunk takes the first `eval_every` batches of a fresh seeded shuffle:

@@ -80,6 +80,10 @@ enum Cmd {
         /// Shuffle seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Start from these weights (written by an earlier run's weights.bin) instead of a
+        /// fresh model, e.g. to continue at a lower learning rate.
+        #[arg(long)]
+        init: Option<PathBuf>,
         /// Output directory for curve.csv, curve.png, summary.json and weights.bin.
         #[arg(long, default_value = "results/centralized")]
         out: PathBuf,
@@ -137,6 +141,7 @@ fn main() -> anyhow::Result<()> {
             weight_decay,
             batch,
             seed,
+            init,
             out,
         } => {
             let root = locate(data.as_deref())?;
@@ -166,9 +171,18 @@ fn main() -> anyhow::Result<()> {
                 "{spinner} step {pos} [{elapsed}] {msg}",
             )?);
             let mut csv_err = None;
+            let initial = match &init {
+                Some(path) => {
+                    let bytes = std::fs::read(path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    Some(weights::load(model, &bytes, &device)?)
+                }
+                None => None,
+            };
             let (trained, points) = run_centralized(
                 &femnist,
                 &cfg,
+                initial,
                 &device,
                 |s| bar.set_position(s as u64),
                 |p: &Point| {
@@ -207,6 +221,7 @@ fn main() -> anyhow::Result<()> {
                 "rayon_threads": rayon_threads(),
                 "data": stats,
                 "config": cfg,
+                "init": init,
                 "final": last,
                 "best_test_accuracy": best,
             });

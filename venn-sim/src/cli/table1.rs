@@ -152,7 +152,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     } else {
                         String::new()
                     };
-                    print!(" {:>15} {:>6}", format!("{m:.2}±{sd:.2}x"), pp);
+                    // A finished-only average is undefined when no job finished.
+                    let cell = if m.is_finite() && m > 0.0 {
+                        format!("{m:.2}±{sd:.2}x")
+                    } else {
+                        "n/a".to_string()
+                    };
+                    print!(" {:>15} {:>6}", cell, pp);
                 }
                 let b: Vec<f64> = (0..args.seeds).map(|s| avg.of(get(w, base, s))).collect();
                 println!(" {:>20.0}", mean_sd(&b).0);

@@ -7,6 +7,8 @@
 //! - [`population`]: device profiles from the shared traces (or synthetic).
 //! - [`load`]: the check-in load generator (`venn-lab load`).
 
+pub mod agent;
+pub mod availability;
 pub mod client;
 pub mod load;
 pub mod population;

@@ -222,3 +222,22 @@ fn grace_keeps_devices_online_longer() {
     assert!(r.jobs[0].aborted_rounds < 2);
     assert!(r.jobs[0].jct_s < 379.0);
 }
+
+#[test]
+fn multi_assign_offers_a_device_again_after_its_result() {
+    // i0 returns its result at 41 while online until 100; with more than one
+    // assignment per check-in it is offered again at 41 and J2 takes it (J0's
+    // round already has it): result at 81. i2's straggler result at 60 frees
+    // it too, so J2 gets it at 60 and i5 at 61 fills J2's fourth slot. i0's
+    // result at 81 and i3's at 95 make J2's two: it succeeds at 95 instead of
+    // at its deadline (110).
+    let cfg = SimConfig {
+        one_assignment_per_checkin: false,
+        ..config()
+    };
+    let r = run(&scenario(), &cfg).unwrap();
+    assert!(r.summary.check_ins > 13, "{:?}", r.summary);
+    assert_eq!(r.jobs[2].finish_s, Some(95.0), "{:?}", r.jobs[2]);
+    assert_eq!(r.jobs[2].sched_delay_s, 61.0 - 10.0);
+    assert_eq!(r.jobs[2].response_collection_s, 95.0 - 61.0);
+}

@@ -15,7 +15,8 @@
 //!   for no spec: they count in the supply estimate but match no job. With
 //!   `one_assignment_per_checkin` (default, as the authors) a device takes at
 //!   most one task; otherwise a device that returns a result while still
-//!   online is offered again at once.
+//!   online (even a straggler's) is offered again at once, and each such
+//!   offer counts as a check-in in the supply estimate.
 //! - **Task time** is the FedScale/Venn model,
 //!   `workload × ms_per_sample/78 + comm_trips × comm × 13736/kbps`
 //!   (`comm_trips` = 1 by default; the authors' client pays the transfer

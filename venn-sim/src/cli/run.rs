@@ -12,7 +12,8 @@ pub struct Args {
     /// (general, comp_heavy, mem_heavy, res_intensive) or a job CSV path.
     #[arg(long, default_value = "even")]
     pub workload: String,
-    /// Policy: random, random-order, fifo, srsf, venn or irs.
+    /// Policy: random, random-order, fifo (job-arrival order, as the authors),
+    /// fifo-request (venn-core's request-time FIFO), srsf, venn or irs.
     #[arg(long, default_value = "venn")]
     pub policy: String,
     /// Seed of the core's RNG and the dispatch noise.

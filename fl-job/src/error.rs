@@ -18,4 +18,10 @@ pub enum FlError {
     /// The backend failed to read a tensor back.
     #[error("tensor read: {0}")]
     Tensor(String),
+    /// The manager refused or could not be reached.
+    #[error("manager: {0}")]
+    Manager(String),
+    /// A file could not be written or read.
+    #[error("io: {0}")]
+    Io(String),
 }

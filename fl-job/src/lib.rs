@@ -20,6 +20,8 @@ mod fedavg;
 pub mod model;
 pub mod plot;
 
+pub mod runner;
+pub mod task;
 mod tensors;
 mod train;
 pub mod weights;

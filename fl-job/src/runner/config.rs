@@ -1,0 +1,97 @@
+//! What one live FL job does: its task, device requirement, rounds, per-round target and
+//! over-commit, deadline, and when to stop. Loadable from TOML.
+
+use serde::{Deserialize, Serialize};
+use venn_core::Requirement;
+
+fn overcommit() -> f64 {
+    1.3
+}
+fn min_fraction() -> f64 {
+    0.8
+}
+fn retries() -> u32 {
+    10
+}
+fn eval_writers() -> usize {
+    50
+}
+
+/// A live job's settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobConfig {
+    /// Job name (shown by the manager).
+    pub name: String,
+    /// Task name in the registry, e.g. `resnet18-femnist`.
+    pub task: String,
+    /// Task parameters (e.g. `{ width = 8, train = { lr = 0.05 } }`).
+    #[serde(default)]
+    pub params: serde_json::Value,
+    /// Devices the job may use.
+    #[serde(default)]
+    pub requirement: Requirement,
+    /// Rounds to run (fewer if the target accuracy is reached).
+    pub rounds: u32,
+    /// Results wanted per round.
+    pub target_participants: u32,
+    /// Devices requested per round = ceil(target × over-commit), as production FL
+    /// systems over-provision against drop-outs.
+    #[serde(default = "overcommit")]
+    pub overcommit: f64,
+    /// Seconds each round may take.
+    pub deadline_s: f64,
+    /// The round succeeds once this fraction of the target has reported.
+    #[serde(default = "min_fraction")]
+    pub min_response_fraction: f64,
+    /// Stop once test accuracy reaches this.
+    #[serde(default)]
+    pub target_accuracy: Option<f64>,
+    /// Seed of the initial model and the local shuffles.
+    #[serde(default)]
+    pub seed: u64,
+    /// Give up a round after this many aborted attempts.
+    #[serde(default = "retries")]
+    pub max_attempts: u32,
+    /// Held-out writers whose test samples the job evaluates on (the last N main-set
+    /// writers' test splits).
+    #[serde(default = "eval_writers")]
+    pub eval_writers: usize,
+}
+
+impl JobConfig {
+    /// The first setting that cannot work, as (key, reason).
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.rounds == 0 {
+            return Err(("rounds", "must be at least 1".into()));
+        }
+        if self.target_participants == 0 {
+            return Err(("target_participants", "must be at least 1".into()));
+        }
+        if !(self.overcommit.is_finite() && self.overcommit >= 1.0) {
+            return Err(("overcommit", "must be ≥ 1".into()));
+        }
+        if !(self.deadline_s.is_finite() && self.deadline_s > 0.0) {
+            return Err(("deadline_s", "must be positive".into()));
+        }
+        if !(self.min_response_fraction > 0.0 && self.min_response_fraction <= 1.0) {
+            return Err(("min_response_fraction", "must be in (0, 1]".into()));
+        }
+        if let Some(a) = self.target_accuracy
+            && !(0.0..=1.0).contains(&a)
+        {
+            return Err(("target_accuracy", "must be in [0, 1]".into()));
+        }
+        Ok(())
+    }
+
+    /// Devices to request per round.
+    pub fn demand(&self) -> u32 {
+        (self.target_participants as f64 * self.overcommit).ceil() as u32
+    }
+
+    /// Results that make a round a success.
+    pub fn needed(&self) -> u32 {
+        ((self.target_participants as f64 * self.min_response_fraction).ceil() as u32).max(1)
+    }
+}

@@ -1,0 +1,228 @@
+//! One live FL job against a `venn-manager`: register, then per round submit a request
+//! (over-committed), serve the plan and global weights to assigned devices, accept
+//! updates, close the round at `min_response_fraction × target` results (or abort at the
+//! deadline and retry), aggregate, evaluate on held-out data, and append a CSV row.
+
+mod config;
+mod manager_api;
+mod report;
+mod server;
+
+pub use config::JobConfig;
+pub use manager_api::ManagerApi;
+pub use report::{JobReport, RoundRow};
+pub use server::{JobShared, OpenSlot, router};
+
+use crate::error::FlError;
+use crate::task::{FlTask, ServerState};
+use datasets::Samples;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::Notify;
+use venn_core::{RoundOutcome, TaskCost};
+use venn_manager::dto::{RegisterJob, SubmitRound};
+
+/// Where the job runs and reports.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Manager base URL.
+    pub manager: String,
+    /// Address the job's device-facing server binds (port 0: any).
+    pub listen: SocketAddr,
+    /// Per-round CSV (appended; header written when new).
+    pub csv: Option<PathBuf>,
+    /// Experiment start, for the CSV's wall-time column.
+    pub t0: Instant,
+}
+
+fn epoch_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Runs the job to completion (its rounds, or the target accuracy).
+pub async fn run_job(
+    cfg: JobConfig,
+    task: Arc<dyn FlTask>,
+    test: Arc<Samples>,
+    opts: RunOptions,
+) -> Result<JobReport, FlError> {
+    cfg.validate()
+        .map_err(|(k, why)| FlError::Config(format!("{k}: {why}")))?;
+    let seed = cfg.seed;
+    let init_task = task.clone();
+    let global = tokio::task::spawn_blocking(move || init_task.init(seed))
+        .await
+        .map_err(|e| FlError::Config(e.to_string()))??;
+    let model_bytes = global.len();
+    let shared = Arc::new(JobShared {
+        task: task.clone(),
+        task_name: cfg.task.clone(),
+        params: cfg.params.clone(),
+        api: OnceLock::new(),
+        global: Mutex::new(Arc::new(global)),
+        slot: Mutex::new(None),
+        notify: Notify::new(),
+    });
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .map_err(|e| FlError::Manager(format!("bind {}: {e}", opts.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| FlError::Manager(e.to_string()))?;
+    let app = router(shared.clone(), model_bytes * 2 + (1 << 20));
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = reqwest::Client::new();
+    let reg = RegisterJob {
+        name: cfg.name.clone(),
+        requirement: cfg.requirement.clone(),
+        rounds: cfg.rounds,
+        model_size_bytes: model_bytes as u64,
+        plan_url: format!("http://{addr}"),
+        task_cost: Some(TaskCost::default()),
+    };
+    let api = ManagerApi::register(http, &opts.manager, &reg).await?;
+    let _ = shared.api.set(api.clone());
+    tracing::info!(job = api.job_id, name = %cfg.name, task = %cfg.task, %addr, "job registered");
+    let registered = opts.t0.elapsed().as_secs_f64();
+    let mut report = JobReport::new(&cfg.name, api.job_id, registered, opts.csv.clone())?;
+    let mut server_state = ServerState::default();
+    let result = rounds_loop(
+        &cfg,
+        &task,
+        &test,
+        &shared,
+        &api,
+        &opts,
+        &mut report,
+        &mut server_state,
+    )
+    .await;
+    server.abort();
+    result?;
+    api.finish().await?;
+    report.finished_s = Some(opts.t0.elapsed().as_secs_f64());
+    tracing::info!(job = api.job_id, jct_s = report.jct_s(), "job finished");
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn rounds_loop(
+    cfg: &JobConfig,
+    task: &Arc<dyn FlTask>,
+    test: &Arc<Samples>,
+    shared: &Arc<JobShared>,
+    api: &ManagerApi,
+    opts: &RunOptions,
+    report: &mut JobReport,
+    server_state: &mut ServerState,
+) -> Result<(), FlError> {
+    let needed = cfg.needed() as usize;
+    for r in 0..cfg.rounds {
+        let mut attempts = 0;
+        let (updates, status) = loop {
+            attempts += 1;
+            let sub = api
+                .submit(&SubmitRound {
+                    demand: cfg.demand(),
+                    deadline_s: cfg.deadline_s,
+                    min_response_fraction: cfg.min_response_fraction,
+                })
+                .await?;
+            *shared.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(OpenSlot {
+                round: sub.round,
+                seed: cfg
+                    .seed
+                    .wrapping_mul(1_000_003)
+                    .wrapping_add(u64::from(sub.round) * 7919 + u64::from(sub.attempt)),
+                accepted: Vec::new(),
+                verified: Default::default(),
+                uploaded: Default::default(),
+            });
+            let deadline = tokio::time::Instant::now()
+                + Duration::from_secs_f64((sub.deadline - epoch_now()).max(0.0));
+            let enough = loop {
+                let notified = shared.notify.notified();
+                let have = shared
+                    .slot
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .map_or(0, |s| s.accepted.len());
+                if have >= needed {
+                    break true;
+                }
+                if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                    break false;
+                }
+            };
+            let slot = shared.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let outcome = if enough {
+                RoundOutcome::Success
+            } else {
+                RoundOutcome::Abort
+            };
+            let status = api.close(sub.round, outcome).await?;
+            if enough {
+                break (slot.map(|s| s.accepted).unwrap_or_default(), status);
+            }
+            tracing::warn!(
+                job = api.job_id,
+                round = r,
+                attempts,
+                "round missed its deadline; retrying"
+            );
+            if attempts >= cfg.max_attempts {
+                return Err(FlError::Manager(format!(
+                    "round {r} failed {attempts} times"
+                )));
+            }
+        };
+        let participants = updates.len();
+        let (t, te) = (task.clone(), test.clone());
+        let global = shared
+            .global
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut st = std::mem::take(server_state);
+        let (new_global, eval, st) = tokio::task::spawn_blocking(move || {
+            let g = t.aggregate(&global, &updates, &mut st)?;
+            let e = t.evaluate(&g, te.view())?;
+            Ok::<_, FlError>((g, e, st))
+        })
+        .await
+        .map_err(|e| FlError::Config(e.to_string()))??;
+        *server_state = st;
+        *shared.global.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(new_global);
+        let row = RoundRow {
+            wall_s: opts.t0.elapsed().as_secs_f64(),
+            round: r,
+            attempts,
+            accuracy: eval.accuracy,
+            loss: eval.loss,
+            participants: participants as u32,
+            stragglers: status.assigned.saturating_sub(participants as u32),
+            scheduling_delay_s: status.scheduling_delay_s,
+            response_collection_s: match (status.fulfilled_at, status.closed_at) {
+                (Some(f), Some(c)) => (c - f).max(0.0),
+                _ => 0.0,
+            },
+        };
+        tracing::info!(
+            job = api.job_id,
+            round = r,
+            accuracy = row.accuracy,
+            participants,
+            "round aggregated"
+        );
+        report.push(row)?;
+        if cfg.target_accuracy.is_some_and(|a| eval.accuracy >= a) {
+            break;
+        }
+    }
+    Ok(())
+}

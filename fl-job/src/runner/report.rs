@@ -1,0 +1,100 @@
+//! A job's results: one row per aggregated round, appended to a CSV as it happens.
+
+use crate::error::FlError;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// One aggregated round.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RoundRow {
+    /// Seconds since the experiment started.
+    pub wall_s: f64,
+    /// Round number.
+    pub round: u32,
+    /// Attempts it took (aborts + 1).
+    pub attempts: u32,
+    /// Test accuracy after aggregation.
+    pub accuracy: f64,
+    /// Test loss after aggregation.
+    pub loss: f64,
+    /// Updates aggregated.
+    pub participants: u32,
+    /// Devices assigned whose update was not used.
+    pub stragglers: u32,
+    /// Request to last assignment, seconds (manager's view).
+    pub scheduling_delay_s: f64,
+    /// Last assignment to close, seconds.
+    pub response_collection_s: f64,
+}
+
+/// A job's run.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobReport {
+    /// Job name.
+    pub name: String,
+    /// Id at the manager.
+    pub job_id: u64,
+    /// When it registered (seconds since the experiment start).
+    pub registered_s: f64,
+    /// When it finished.
+    pub finished_s: Option<f64>,
+    /// Its rounds.
+    pub rounds: Vec<RoundRow>,
+    #[serde(skip)]
+    csv: Option<PathBuf>,
+}
+
+impl JobReport {
+    pub(crate) fn new(
+        name: &str,
+        job_id: u64,
+        registered_s: f64,
+        csv: Option<PathBuf>,
+    ) -> Result<Self, FlError> {
+        if let Some(p) = &csv
+            && let Some(dir) = p.parent()
+        {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| FlError::Io(format!("{}: {e}", dir.display())))?;
+        }
+        Ok(JobReport {
+            name: name.into(),
+            job_id,
+            registered_s,
+            finished_s: None,
+            rounds: Vec::new(),
+            csv,
+        })
+    }
+
+    pub(crate) fn push(&mut self, row: RoundRow) -> Result<(), FlError> {
+        if let Some(p) = &self.csv {
+            let new = !p.exists();
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| FlError::Io(format!("{}: {e}", p.display())))?;
+            let mut w = csv::WriterBuilder::new().has_headers(new).from_writer(f);
+            w.serialize(&row)
+                .map_err(|e| FlError::Io(format!("{}: {e}", p.display())))?;
+            w.flush()
+                .map_err(|e| FlError::Io(format!("{}: {e}", p.display())))?;
+        }
+        self.rounds.push(row);
+        Ok(())
+    }
+
+    /// Job completion time (registration to finish), if finished.
+    pub fn jct_s(&self) -> Option<f64> {
+        self.finished_s.map(|f| f - self.registered_s)
+    }
+
+    /// First time (since the experiment start) the job reached `accuracy`.
+    pub fn time_to_accuracy(&self, accuracy: f64) -> Option<f64> {
+        self.rounds
+            .iter()
+            .find(|r| r.accuracy >= accuracy)
+            .map(|r| r.wall_s)
+    }
+}

@@ -1,0 +1,201 @@
+//! The job's HTTP face for its assigned devices: the plan, the global weights, and the
+//! upload of updates. Every call carries the manager-issued task token (`X-Task-Token`),
+//! which the job checks with the manager once per token and round.
+
+use super::manager_api::ManagerApi;
+use crate::task::{FlTask, Plan};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::Notify;
+use venn_manager::error::AppError;
+
+/// The round the job is collecting for.
+#[derive(Debug)]
+pub struct OpenSlot {
+    /// Round number.
+    pub round: u32,
+    /// Seed of the round's local shuffles.
+    pub seed: u64,
+    /// Accepted updates: (weights, samples).
+    pub accepted: Vec<(Vec<u8>, u64)>,
+    /// Tokens verified for this round → device id.
+    pub verified: HashMap<String, u64>,
+    /// Tokens whose update was accepted.
+    pub uploaded: HashMap<String, u64>,
+}
+
+/// State shared by the handlers and the round loop.
+pub struct JobShared {
+    /// The task.
+    pub task: Arc<dyn FlTask>,
+    /// Task name and params, shipped in the plan.
+    pub task_name: String,
+    /// Task parameters.
+    pub params: serde_json::Value,
+    /// The manager handle, set once registered.
+    pub api: OnceLock<ManagerApi>,
+    /// Current global weights.
+    pub global: Mutex<Arc<Vec<u8>>>,
+    /// The open round, if any.
+    pub slot: Mutex<Option<OpenSlot>>,
+    /// Woken on every accepted update.
+    pub notify: Notify,
+}
+
+fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+impl JobShared {
+    fn lock_slot(&self) -> std::sync::MutexGuard<'_, Option<OpenSlot>> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Checks the token belongs to this job's open round; returns (round, device).
+    async fn verify(&self, h: &HeaderMap) -> Result<(u32, u64), AppError> {
+        let token = header(h, "x-task-token")
+            .ok_or_else(|| AppError::unauthorized("X-Task-Token"))?
+            .to_string();
+        let round = {
+            let g = self.lock_slot();
+            let s = g.as_ref().ok_or_else(|| {
+                AppError::new(StatusCode::CONFLICT, "round_closed", "no round is open")
+            })?;
+            if let Some(d) = s.verified.get(&token) {
+                return Ok((s.round, *d));
+            }
+            s.round
+        };
+        let api = self.api.get().ok_or_else(|| {
+            AppError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_ready",
+                "job not registered yet",
+            )
+        })?;
+        let owner = api.task_owner(&token).await.map_err(AppError::internal)?;
+        match owner {
+            Some((job, r, device)) if job == api.job_id && r == round => {
+                let mut g = self.lock_slot();
+                match g.as_mut() {
+                    Some(s) if s.round == round => {
+                        s.verified.insert(token, device);
+                        Ok((round, device))
+                    }
+                    _ => Err(AppError::new(
+                        StatusCode::CONFLICT,
+                        "round_closed",
+                        "the round closed",
+                    )),
+                }
+            }
+            Some(_) => Err(AppError::new(
+                StatusCode::CONFLICT,
+                "round_closed",
+                "the token belongs to another round or job",
+            )),
+            None => Err(AppError::unauthorized(
+                "task token (unknown or already closed)",
+            )),
+        }
+    }
+}
+
+async fn plan(
+    State(s): State<Arc<JobShared>>,
+    h: HeaderMap,
+) -> Result<impl IntoResponse, AppError> {
+    let (round, _) = s.verify(&h).await?;
+    let seed = s.lock_slot().as_ref().map_or(0, |o| o.seed);
+    let weights_bytes = s.global.lock().unwrap_or_else(|e| e.into_inner()).len() as u64;
+    let job_id = s.api.get().map_or(0, |a| a.job_id);
+    Ok(axum::Json(Plan {
+        task: s.task_name.clone(),
+        params: s.params.clone(),
+        job_id,
+        round,
+        weights_bytes,
+        seed,
+    }))
+}
+
+async fn weights(
+    State(s): State<Arc<JobShared>>,
+    h: HeaderMap,
+) -> Result<impl IntoResponse, AppError> {
+    s.verify(&h).await?;
+    let w = s.global.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok((
+        [("content-type", "application/octet-stream")],
+        Bytes::from(w.as_ref().clone()),
+    ))
+}
+
+async fn update(
+    State(s): State<Arc<JobShared>>,
+    h: HeaderMap,
+    body: Bytes,
+) -> Result<StatusCode, AppError> {
+    let (round, device) = s.verify(&h).await?;
+    let token = header(&h, "x-task-token").unwrap_or_default().to_string();
+    let samples: u64 = header(&h, "x-samples")
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .ok_or_else(|| AppError::field("X-Samples", "must be a positive integer"))?;
+    if s.lock_slot()
+        .as_ref()
+        .is_some_and(|o| o.uploaded.contains_key(&token))
+    {
+        return Err(AppError::new(
+            StatusCode::CONFLICT,
+            "duplicate",
+            "this task already uploaded",
+        ));
+    }
+    let task = s.task.clone();
+    let bytes = body.to_vec();
+    let checked = tokio::task::spawn_blocking(move || task.check_update(&bytes).map(|_| bytes))
+        .await
+        .map_err(AppError::internal)?;
+    let bytes =
+        checked.map_err(|e| AppError::new(StatusCode::BAD_REQUEST, "bad_update", e.to_string()))?;
+    {
+        let mut g = s.lock_slot();
+        match g.as_mut() {
+            Some(o) if o.round == round && !o.uploaded.contains_key(&token) => {
+                o.accepted.push((bytes, samples));
+                o.uploaded.insert(token.clone(), device);
+            }
+            _ => {
+                return Err(AppError::new(
+                    StatusCode::CONFLICT,
+                    "round_closed",
+                    "the round closed before the upload",
+                ));
+            }
+        }
+    }
+    s.notify.notify_waiters();
+    if let Some(api) = s.api.get()
+        && let Err(e) = api.task_finished(&token).await
+    {
+        tracing::debug!(error = %e, "could not report the task finished (round already closed)");
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The job's router. `max_update_bytes` caps uploads (413 beyond).
+pub fn router(shared: Arc<JobShared>, max_update_bytes: usize) -> Router {
+    Router::new()
+        .route("/plan", get(plan))
+        .route("/weights", get(weights))
+        .route("/update", post(update))
+        .layer(DefaultBodyLimit::max(max_update_bytes))
+        .with_state(shared)
+}

@@ -1,0 +1,82 @@
+//! The built-in tasks: a Burn model of [`ModelKind`] trained on FEMNIST with SGD, aggregated
+//! with FedAvg. ResNet-18 and MobileNet-V2 are this one type with different kinds.
+
+use super::{FlTask, LocalUpdate};
+use crate::backend::Backend;
+use crate::config::TrainConfig;
+use crate::error::FlError;
+use crate::eval::{EvalStats, evaluate};
+use crate::model::ModelKind;
+use crate::tensors::{NamedTensor, read_tensors, write_tensors};
+use crate::train::train_local;
+use crate::weights;
+use burn::tensor::Device;
+use datasets::SampleView;
+use serde::{Deserialize, Serialize};
+
+/// A Burn model on FEMNIST.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BurnTask {
+    /// Registry name.
+    pub name: String,
+    /// Model and width.
+    pub kind: ModelKind,
+    /// Local-training hyper-parameters.
+    pub train: TrainConfig,
+    /// Evaluation batch size.
+    pub eval_batch: usize,
+}
+
+impl BurnTask {
+    fn device(&self) -> Device {
+        Backend::default().device()
+    }
+}
+
+impl FlTask for BurnTask {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn init(&self, seed: u64) -> Result<Vec<u8>, FlError> {
+        self.kind.validate()?;
+        let device = self.device();
+        device.seed(seed);
+        weights::to_bytes(self.kind, &self.kind.init(&device))
+    }
+
+    fn train(
+        &self,
+        global: &[u8],
+        data: SampleView<'_>,
+        seed: u64,
+    ) -> Result<LocalUpdate, FlError> {
+        let device = self.device();
+        let model = weights::load(self.kind, global, &device)?;
+        let cfg = TrainConfig {
+            seed,
+            ..self.train.clone()
+        };
+        let (model, stats) = train_local(model, data, &cfg, &device)?;
+        Ok(LocalUpdate {
+            weights: weights::to_bytes(self.kind, &model)?,
+            samples: data.labels.len() as u64,
+            loss: stats.mean_loss,
+        })
+    }
+
+    fn evaluate(&self, w: &[u8], data: SampleView<'_>) -> Result<EvalStats, FlError> {
+        let device = self.device();
+        let model = weights::load(self.kind, w, &device)?;
+        Ok(evaluate(&model, data, self.eval_batch, &device))
+    }
+
+    fn decode(&self, w: &[u8]) -> Result<Vec<NamedTensor>, FlError> {
+        read_tensors(&weights::load(self.kind, w, &self.device())?)
+    }
+
+    fn encode(&self, tensors: Vec<NamedTensor>) -> Result<Vec<u8>, FlError> {
+        let model = write_tensors(self.kind.init(&self.device()), tensors)?;
+        weights::to_bytes(self.kind, &model)
+    }
+}

@@ -1,7 +1,9 @@
 //! The baselines: `random` (Meta's and Apple's managers: each check-in goes to a uniformly
 //! random eligible job), `random-order` (the paper's optimised baseline: each request draws
-//! a random priority), `fifo` (request arrival order) and `srsf` (smallest remaining demand
-//! of the current request first).
+//! a random priority), `fifo` (job arrival order, as the authors' `FIFOScheduler`: a job
+//! keeps its place across rounds), `fifo-request` (arrival order of the current round
+//! request: every new or retried round goes to the back) and `srsf` (smallest remaining
+//! demand of the current request first).
 
 use super::{DeviceCtx, Policy, SchedView};
 use crate::ids::JobId;
@@ -16,9 +18,13 @@ pub struct Random;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RandomOrder;
 
-/// First come, first served by request arrival.
+/// First come, first served by job arrival.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Fifo;
+
+/// First come, first served by round-request arrival.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FifoRequest;
 
 /// Smallest remaining demand of the current request first.
 #[derive(Debug, Default, Clone, Copy)]
@@ -64,6 +70,18 @@ impl Policy for RandomOrder {
 impl Policy for Fifo {
     fn name(&self) -> &'static str {
         "fifo"
+    }
+    fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
+        job.registered_at.secs()
+    }
+    fn select(&mut self, v: &SchedView<'_>, d: &DeviceCtx<'_>, _: &mut SeededRng) -> Option<JobId> {
+        v.best_head(d)
+    }
+}
+
+impl Policy for FifoRequest {
+    fn name(&self) -> &'static str {
+        "fifo-request"
     }
     fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
         submitted(job)

@@ -16,7 +16,7 @@ pub mod irs;
 mod tier;
 mod venn;
 
-pub use baselines::{Fifo, Random, RandomOrder, Srsf};
+pub use baselines::{Fifo, FifoRequest, Random, RandomOrder, Srsf};
 pub use tier::{TierParams, choose_tier};
 pub use venn::Venn;
 
@@ -192,7 +192,7 @@ impl Default for PolicyParams {
 }
 
 /// Names accepted by [`by_name`].
-pub const POLICY_NAMES: &[&str] = &["random", "random-order", "fifo", "srsf", "venn"];
+pub const POLICY_NAMES: &[&str] = &["random", "random-order", "fifo", "fifo-request", "srsf", "venn"];
 
 /// Builds a policy from its name.
 pub fn by_name(name: &str, params: PolicyParams) -> Result<Box<dyn Policy>, CoreError> {
@@ -200,6 +200,7 @@ pub fn by_name(name: &str, params: PolicyParams) -> Result<Box<dyn Policy>, Core
         "random" => Box::new(Random),
         "random-order" => Box::new(RandomOrder),
         "fifo" => Box::new(Fifo),
+        "fifo-request" => Box::new(FifoRequest),
         "srsf" => Box::new(Srsf),
         "venn" => Box::new(Venn::new(params)),
         "irs" => Box::new(Venn::new(PolicyParams {

@@ -41,9 +41,11 @@ impl TierParams {
     }
 }
 
-fn p95(sorted: &[f64]) -> f64 {
-    let i = ((sorted.len() as f64 * 0.95).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
+/// The p95 of `v` (nearest rank), reordering `v`; O(n) by selection, not sorting, since
+/// this runs once per round request over up to `TASK_HISTORY` samples.
+fn p95(v: &mut [f64]) -> f64 {
+    let i = ((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1;
+    *v.select_nth_unstable_by(i, f64::total_cmp).1
 }
 
 /// Decides whether the job's next round is restricted to a tier, and to which.
@@ -58,21 +60,24 @@ pub fn choose_tier(job: &JobState, p: TierParams, rng: &mut SeededRng) -> Option
         return None;
     }
     let mut caps: Vec<f64> = samples.iter().map(|s| s.capacity_s).collect();
-    caps.sort_by(f64::total_cmp);
+    let n = caps.len();
     // Thresholds at the k/V quantiles; tier 0 is the fastest (smallest task time).
     let mut bounds = vec![f64::NEG_INFINITY];
     for k in 1..v {
-        bounds.push(caps[k * caps.len() / v]);
+        bounds.push(*caps.select_nth_unstable_by(k * n / v, f64::total_cmp).1);
     }
     bounds.push(f64::INFINITY);
     let u = rng.below(v as u64) as usize;
+    if c.is_finite() && c + 1.0 <= p.v as f64 {
+        // No g ≥ 0 satisfies V + g·c < c + 1: the common case when scheduling delay
+        // dominates. Decided after the draw so the random stream does not depend on it.
+        return None;
+    }
     let band = TierBand {
         tier: u as u32,
         lo_s: bounds[u],
         hi_s: bounds[u + 1],
     };
-    let mut all: Vec<f64> = samples.iter().map(|s| s.response_s).collect();
-    all.sort_by(f64::total_cmp);
     let mut tier: Vec<f64> = samples
         .iter()
         .filter(|s| band.contains(s.capacity_s))
@@ -81,12 +86,12 @@ pub fn choose_tier(job: &JobState, p: TierParams, rng: &mut SeededRng) -> Option
     if tier.len() < p.min_samples_per_tier {
         return None;
     }
-    tier.sort_by(f64::total_cmp);
-    let untiered = p95(&all);
+    let mut all: Vec<f64> = samples.iter().map(|s| s.response_s).collect();
+    let untiered = p95(&mut all);
     if untiered <= 0.0 {
         return None;
     }
-    let g = p95(&tier) / untiered;
+    let g = p95(&mut tier) / untiered;
     let restrict = if c.is_infinite() {
         g < 1.0
     } else {

@@ -198,7 +198,7 @@ pub fn manager(
 ) -> Result<ResourceManager, SimError> {
     match name {
         "fifo" => Ok(ResourceManager::new(cfg, Box::new(FifoByArrival))),
-        "fifo-request" => Ok(ResourceManager::with_policy(cfg, "fifo", params)?),
+        "fifo-request" => Ok(ResourceManager::with_policy(cfg, "fifo-request", params)?),
         "venn" => Ok(ResourceManager::new(cfg, Box::new(FastTiers::new(params)))),
         "irs" => Ok(ResourceManager::new(
             cfg,

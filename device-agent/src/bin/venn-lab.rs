@@ -2,8 +2,11 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use device_agent::lab::{self, LabConfig};
 use device_agent::load::{self, LoadConfig};
 use device_agent::population;
+use fl_job::task::Registry;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use venn_manager::dto::{RegisterJob, SubmitRound};
@@ -19,6 +22,29 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run one experiment: manager, devices and jobs on loopback; writes a results folder
+    /// (per-job CSVs, accuracy.png, tta.csv, summary.json).
+    Run {
+        /// Experiment config (TOML), e.g. scripts/experiments/quick.toml.
+        config: PathBuf,
+        /// Override the config's scheduling policy.
+        #[arg(long)]
+        policy: Option<String>,
+        /// Results folder (default: results/<name>/<policy>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run the same experiment under each policy and print the speed-ups over the first.
+    Compare {
+        /// Experiment config (TOML).
+        config: PathBuf,
+        /// Comma-separated policies; the first is the baseline.
+        #[arg(long, default_value = "random,venn", value_delimiter = ',')]
+        policies: Vec<String>,
+        /// Results folder (default: results/<name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Emulated check-ins over loopback against a manager: throughput and latency.
     ///
     /// Without --url, starts a manager in this process on a temporary database (so the
@@ -53,6 +79,60 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     match Cli::parse().command {
+        Command::Run {
+            config,
+            policy,
+            out,
+        } => {
+            let cfg = LabConfig::load(&config)?;
+            let policy = policy.unwrap_or_else(|| cfg.policy.clone());
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name).join(&policy));
+            let data = load_data(&cfg)?;
+            let r = lab::run_experiment(
+                &cfg,
+                &policy,
+                &out,
+                data,
+                Registry::with_builtins(),
+                ctrl_c(),
+                true,
+            )
+            .await?;
+            print!("{}", r.table());
+            println!("results in {}", out.display());
+        }
+        Command::Compare {
+            config,
+            policies,
+            out,
+        } => {
+            let cfg = LabConfig::load(&config)?;
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name));
+            let data = load_data(&cfg)?;
+            let mut results = Vec::new();
+            for p in &policies {
+                eprintln!("== {p}");
+                let r = lab::run_experiment(
+                    &cfg,
+                    p,
+                    &out.join(p),
+                    data.clone(),
+                    Registry::with_builtins(),
+                    ctrl_c(),
+                    true,
+                )
+                .await?;
+                print!("{}", r.table());
+                let cancelled = r.stopped_early.as_deref() == Some("cancelled");
+                results.push(r);
+                if cancelled {
+                    break;
+                }
+            }
+            let text = lab::speedups(&results);
+            std::fs::write(out.join("compare.txt"), &text)?;
+            print!("{text}");
+        }
         Command::Load {
             url,
             devices,
@@ -137,4 +217,17 @@ async fn register_busy_jobs(base: &str) -> anyhow::Result<()> {
             .error_for_status()?;
     }
     Ok(())
+}
+
+fn load_data(cfg: &LabConfig) -> anyhow::Result<Arc<datasets::Femnist>> {
+    let dir = datasets::locate(cfg.data.as_deref())
+        .context("finding FEMNIST (set --data in the config's `data` key or VENN_DATA)")?;
+    let data = datasets::Femnist::load(&dir, datasets::WriterSet::Main)
+        .with_context(|| format!("loading {}", dir.display()))?;
+    Ok(Arc::new(data))
+}
+
+async fn ctrl_c() {
+    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("interrupted: stopping the experiment and writing partial results");
 }

@@ -24,6 +24,7 @@ pub struct Groups {
     by_requirement: FastMap<Requirement, GroupIdx>,
     active: GroupSet,
     open: GroupSet,
+    epoch: u64,
 }
 
 impl Groups {
@@ -41,6 +42,11 @@ impl Groups {
     /// Groups with at least one registered job.
     pub fn active(&self) -> GroupSet {
         self.active
+    }
+
+    /// Bumped whenever a group is created or removed (the Venn diagram changed).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// Groups with at least one job that wants devices.
@@ -94,6 +100,7 @@ impl Groups {
         });
         self.by_requirement.insert(req.clone(), g);
         self.active.insert(g);
+        self.epoch += 1;
         Ok((g, true))
     }
 
@@ -110,6 +117,7 @@ impl Groups {
             self.by_requirement.remove(&group.requirement);
             self.active.remove(g);
             self.open.remove(g);
+            self.epoch += 1;
             return true;
         }
         false

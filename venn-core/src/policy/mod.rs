@@ -192,7 +192,14 @@ impl Default for PolicyParams {
 }
 
 /// Names accepted by [`by_name`].
-pub const POLICY_NAMES: &[&str] = &["random", "random-order", "fifo", "fifo-request", "srsf", "venn"];
+pub const POLICY_NAMES: &[&str] = &[
+    "random",
+    "random-order",
+    "fifo",
+    "fifo-request",
+    "srsf",
+    "venn",
+];
 
 /// Builds a policy from its name.
 pub fn by_name(name: &str, params: PolicyParams) -> Result<Box<dyn Policy>, CoreError> {

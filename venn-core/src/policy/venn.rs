@@ -18,7 +18,7 @@
 use super::irs::{self, IrsGroup};
 use super::tier::choose_tier;
 use super::{DeviceCtx, Policy, PolicyParams, SchedView};
-use crate::groupset::GroupIdx;
+use crate::groupset::{GroupIdx, GroupSet};
 use crate::hash::FastMap;
 use crate::ids::JobId;
 use crate::job::{JobState, TierBand};
@@ -33,6 +33,11 @@ pub struct Venn {
     owner_by_class: Vec<u16>,
     rank_of_group: Vec<u32>,
     planned_generation: u64,
+    /// Cell of each class and the cells' group sets, valid while the diagram is unchanged
+    /// (same classes, same groups): re-plans then only re-sum the counts.
+    class_cell: Vec<usize>,
+    cell_sets: Vec<GroupSet>,
+    diagram_key: (u64, usize, u64),
 }
 
 impl Venn {
@@ -43,6 +48,9 @@ impl Venn {
             owner_by_class: Vec::new(),
             rank_of_group: Vec::new(),
             planned_generation: u64::MAX,
+            class_cell: Vec::new(),
+            cell_sets: Vec::new(),
+            diagram_key: (u64::MAX, 0, 0),
         }
     }
 
@@ -85,17 +93,25 @@ impl Policy for Venn {
 
     fn plan(&mut self, view: &SchedView<'_>) {
         let classes = view.supply.classes();
-        let mut cell_of: FastMap<crate::groupset::GroupSet, usize> = FastMap::default();
-        let mut cells = Vec::new();
-        let mut class_cell = Vec::with_capacity(classes.len());
-        for c in classes {
-            let i = *cell_of.entry(c.groups).or_insert_with(|| {
-                cells.push((c.groups, 0.0));
-                cells.len() - 1
-            });
-            cells[i].1 += c.in_window as f64;
-            class_cell.push(i);
+        let key = (view.supply.generation(), classes.len(), view.groups.epoch());
+        if key != self.diagram_key {
+            let mut cell_of: FastMap<GroupSet, usize> = FastMap::default();
+            self.cell_sets.clear();
+            self.class_cell.clear();
+            for c in classes {
+                let i = *cell_of.entry(c.groups).or_insert_with(|| {
+                    self.cell_sets.push(c.groups);
+                    self.cell_sets.len() - 1
+                });
+                self.class_cell.push(i);
+            }
+            self.diagram_key = key;
         }
+        let mut cells: Vec<(GroupSet, f64)> = self.cell_sets.iter().map(|s| (*s, 0.0)).collect();
+        for (c, &i) in classes.iter().zip(&self.class_cell) {
+            cells[i].1 += c.in_window as f64;
+        }
+        let class_cell = &self.class_cell;
         let groups: Vec<IrsGroup> = view
             .groups
             .iter()

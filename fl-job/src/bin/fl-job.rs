@@ -1,4 +1,5 @@
-//! `fl-job`: benchmark the models and run the centralized sanity experiment.
+//! `fl-job`: run one live FL job against a manager, benchmark the models, and run the
+//! centralized sanity experiment.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -88,6 +89,66 @@ enum Cmd {
         #[arg(long, default_value = "results/centralized")]
         out: PathBuf,
     },
+    /// Run one FL job against a venn-manager: register, submit rounds, serve the plan and
+    /// weights to assigned devices, aggregate, evaluate, append a CSV row per round.
+    Run {
+        /// Job config (TOML: name, task, params, requirement, rounds, target_participants,
+        /// overcommit, deadline_s, min_response_fraction, target_accuracy, seed).
+        config: PathBuf,
+        /// The task to run, overriding the config's `task` (see the registry's names).
+        #[arg(long)]
+        task: Option<String>,
+        /// Manager base URL.
+        #[arg(long, default_value = "http://127.0.0.1:7070")]
+        manager: String,
+        /// Address the job's device-facing server listens on.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Per-round CSV.
+        #[arg(long, default_value = "results/job.csv")]
+        csv: PathBuf,
+        /// FEMNIST directory (held-out test data for evaluation).
+        #[arg(long, env = "VENN_DATA")]
+        data: Option<PathBuf>,
+    },
+}
+
+fn run_live(
+    config: PathBuf,
+    task: Option<String>,
+    manager: String,
+    listen: std::net::SocketAddr,
+    csv: PathBuf,
+    data: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&config)
+        .with_context(|| format!("reading {}", config.display()))?;
+    let mut cfg: fl_job::runner::JobConfig =
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", config.display()))?;
+    if let Some(t) = task {
+        cfg.task = t;
+    }
+    cfg.validate()
+        .map_err(|(k, why)| anyhow::anyhow!("{}: {k}: {why}", config.display()))?;
+    let registry = fl_job::task::Registry::with_builtins();
+    let t = registry.build(&cfg.task, &cfg.params)?;
+    let dir = locate(data.as_deref())?;
+    let femnist = Femnist::load(&dir, WriterSet::Main)?;
+    let k = cfg.eval_writers.min(femnist.test.len());
+    let test = std::sync::Arc::new(datasets::Samples::from_writers(
+        femnist.test[femnist.test.len() - k..].iter(),
+    ));
+    let rt = tokio::runtime::Runtime::new()?;
+    let opts = fl_job::runner::RunOptions {
+        manager,
+        listen,
+        csv: Some(csv.clone()),
+        t0: std::time::Instant::now(),
+    };
+    let report = rt.block_on(fl_job::runner::run_job(cfg, t, test, opts))?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    eprintln!("rounds in {}", csv.display());
+    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
@@ -98,6 +159,17 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    if let Cmd::Run {
+        config,
+        task,
+        manager,
+        listen,
+        csv,
+        data,
+    } = cli.cmd
+    {
+        return run_live(config, task, manager, listen, csv, data);
+    }
     let device = cli.backend.device();
     match cli.cmd {
         Cmd::Bench {
@@ -231,6 +303,7 @@ fn main() -> anyhow::Result<()> {
             )?;
             println!("{summary}");
         }
+        Cmd::Run { .. } => unreachable!("live jobs return above"),
     }
     Ok(())
 }

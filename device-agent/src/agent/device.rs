@@ -324,7 +324,19 @@ async fn serve(
             {
                 sh.stats.rejected.fetch_add(1, Relaxed);
             }
-            tracing::warn!(device = id, job = a.job_id, round = a.round, error = %e, "upload failed");
+            // A straggler arriving after its round closed (401/409) is normal FL life, not
+            // a fault worth a warning; anything else is.
+            if matches!(
+                &e,
+                JobError::Status {
+                    status: 401 | 409,
+                    ..
+                }
+            ) {
+                tracing::debug!(device = id, job = a.job_id, round = a.round, error = %e, "late upload refused");
+            } else {
+                tracing::warn!(device = id, job = a.job_id, round = a.round, error = %e, "upload failed");
+            }
             fail(sh, id, token).await
         }
     }

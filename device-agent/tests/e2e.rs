@@ -182,3 +182,19 @@ fn config_errors_name_the_file_and_key() {
     .to_string();
     assert!(e.contains("exp.toml") && e.contains("colour"), "{e}");
 }
+
+#[test]
+fn shipped_experiment_configs_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments");
+    for name in ["quick.toml", "paper.toml", "custom.toml"] {
+        let cfg = LabConfig::load(&dir.join(name)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!cfg.jobs.is_empty(), "{name}");
+    }
+    assert_eq!(
+        LabConfig::load(&dir.join("paper.toml")).unwrap().jobs.len(),
+        20
+    );
+    let job: fl_job::runner::JobConfig =
+        toml::from_str(&std::fs::read_to_string(dir.join("job.toml")).unwrap()).unwrap();
+    job.validate().unwrap();
+}

@@ -27,6 +27,15 @@ async fn ok(r: reqwest::Response) -> Result<reqwest::Response, FlError> {
     Err(FlError::Manager(format!("{status}: {body}")))
 }
 
+/// Sends a request and decodes a JSON success body.
+async fn call<T: serde::de::DeserializeOwned>(req: reqwest::RequestBuilder) -> Result<T, FlError> {
+    ok(req.send().await.map_err(net)?)
+        .await?
+        .json()
+        .await
+        .map_err(net)
+}
+
 impl ManagerApi {
     /// Registers the job.
     pub async fn register(
@@ -35,16 +44,7 @@ impl ManagerApi {
         req: &RegisterJob,
     ) -> Result<Self, FlError> {
         let base = base.trim_end_matches('/').to_string();
-        let r: Registered = ok(http
-            .post(format!("{base}/v1/jobs"))
-            .json(req)
-            .send()
-            .await
-            .map_err(net)?)
-        .await?
-        .json()
-        .await
-        .map_err(net)?;
+        let r: Registered = call(http.post(format!("{base}/v1/jobs")).json(req)).await?;
         Ok(ManagerApi {
             http,
             base,
@@ -56,35 +56,19 @@ impl ManagerApi {
     /// Submits the next round.
     pub async fn submit(&self, req: &SubmitRound) -> Result<Submitted, FlError> {
         let url = format!("{}/v1/jobs/{}/rounds", self.base, self.job_id);
-        ok(self
-            .http
-            .post(url)
-            .bearer_auth(&self.token)
-            .json(req)
-            .send()
-            .await
-            .map_err(net)?)
-        .await?
-        .json()
-        .await
-        .map_err(net)
+        call(self.http.post(url).bearer_auth(&self.token).json(req)).await
     }
 
     /// Closes a round.
     pub async fn close(&self, round: u32, outcome: RoundOutcome) -> Result<RoundStatus, FlError> {
         let url = format!("{}/v1/jobs/{}/rounds/{round}/close", self.base, self.job_id);
-        ok(self
-            .http
-            .post(url)
-            .bearer_auth(&self.token)
-            .json(&CloseRound { outcome })
-            .send()
-            .await
-            .map_err(net)?)
-        .await?
-        .json()
+        call(
+            self.http
+                .post(url)
+                .bearer_auth(&self.token)
+                .json(&CloseRound { outcome }),
+        )
         .await
-        .map_err(net)
     }
 
     /// Marks the job finished.

@@ -13,11 +13,7 @@ use venn_manager::{Manager, Settings, router};
 async fn leases_release_devices_of_a_vanished_job_and_dead_rounds_abort() {
     let (m, clock, _db) = manager("leases");
     let app = router(m.clone());
-    let (_, v) = call(&app, "POST", "/v1/jobs", None, Some(&job_body("a", 0.0))).await;
-    let (job, token) = (
-        v["job_id"].as_u64().unwrap(),
-        v["token"].as_str().unwrap().to_string(),
-    );
+    let (job, token) = register(&app, "a").await;
     call(
         &app,
         "POST",
@@ -54,11 +50,7 @@ async fn leases_release_devices_of_a_vanished_job_and_dead_rounds_abort() {
         (Some("closed"), Some("abort"))
     );
     // The device is free for others: a new job gets it.
-    let (_, v) = call(&app, "POST", "/v1/jobs", None, Some(&job_body("b", 0.0))).await;
-    let (job2, token2) = (
-        v["job_id"].as_u64().unwrap(),
-        v["token"].as_str().unwrap().to_string(),
-    );
+    let (job2, token2) = register(&app, "b").await;
     call(
         &app,
         "POST",
@@ -83,11 +75,7 @@ async fn leases_release_devices_of_a_vanished_job_and_dead_rounds_abort() {
 async fn a_reopened_manager_resumes_the_open_round() {
     let (m, clock, db) = manager("restart");
     let app = router(m.clone());
-    let (_, v) = call(&app, "POST", "/v1/jobs", None, Some(&job_body("a", 0.0))).await;
-    let (job, token) = (
-        v["job_id"].as_u64().unwrap(),
-        v["token"].as_str().unwrap().to_string(),
-    );
+    let (job, token) = register(&app, "a").await;
     call(
         &app,
         "POST",

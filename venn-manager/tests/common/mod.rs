@@ -70,3 +70,13 @@ pub fn checkin_body(device: u64, mem: f64) -> String {
         r#"{{"device_id":{device},"profile":{{"cpu_score":1,"mem_score":{mem},"os_version":10,"ms_per_sample":78,"bandwidth_kbps":13736}}}}"#
     )
 }
+
+/// Registers a job eligible on every device; returns (job id, token).
+pub async fn register(app: &Router, name: &str) -> (u64, String) {
+    let (s, v) = call(app, "POST", "/v1/jobs", None, Some(&job_body(name, 0.0))).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    (
+        v["job_id"].as_u64().unwrap(),
+        v["token"].as_str().unwrap().to_string(),
+    )
+}

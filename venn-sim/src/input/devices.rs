@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::Path;
 
 use super::error::InputError;
-use super::lines::{At, Header, empty, for_each_line, split_exact};
+use super::lines::{empty, for_each_record};
 
 /// File name of the capacity table inside the traces directory.
 pub const CAPACITY_FILE: &str = "fedscale_client_device_capacity_first992.csv";
@@ -89,30 +89,22 @@ impl CapacityTable {
     /// Loads `client_id,computation_ms_per_sample,communication_kbps`; keys must
     /// run 1, 2, 3, ... because Venn looks rows up by key `(i mod n) + 1`.
     pub fn load(path: &Path) -> Result<Self, InputError> {
-        let mut cols = None;
         let mut rows = Vec::new();
-        for_each_line(path, |line, text| {
-            let at = At { file: path, line };
-            let Some((n, ci, cc, cm)) = cols else {
-                let h = Header::parse(text);
-                cols = Some((
-                    h.len(),
-                    h.require(path, "client_id")?,
-                    h.require(path, "computation_ms_per_sample")?,
-                    h.require(path, "communication_kbps")?,
-                ));
-                return Ok(());
-            };
-            let f = split_exact(at, text, n)?;
-            let client_id = at.u32("client_id", f[ci])?;
+        let names = [
+            "client_id",
+            "computation_ms_per_sample",
+            "communication_kbps",
+        ];
+        for_each_record(path, names, |at, [id, comp, comm]| {
+            let client_id = at.u32("client_id", id)?;
             let expected = rows.len() as u32 + 1;
             if client_id != expected {
                 return Err(at.err(format!(
                     "client_id {client_id} out of sequence, expected {expected}"
                 )));
             }
-            let ms = at.f64("computation_ms_per_sample", f[cc])?;
-            let kbps = at.f64("communication_kbps", f[cm])?;
+            let ms = at.f64("computation_ms_per_sample", comp)?;
+            let kbps = at.f64("communication_kbps", comm)?;
             if ms <= 0.0 || kbps <= 0.0 {
                 return Err(at.err(format!(
                     "capacity must be positive, got {ms} ms/sample and {kbps} kbit/s"
@@ -168,40 +160,32 @@ impl EligibilityTable {
     /// Indices must run 0, 1, 2, ...; ids must lie in `1..=max_spec_id`.
     pub fn load(path: &Path, max_spec_id: u8) -> Result<Self, InputError> {
         let max = max_spec_id.min(MAX_SPEC_ID);
-        let mut cols = None;
         let mut masks = Vec::new();
-        for_each_line(path, |line, text| {
-            let at = At { file: path, line };
-            let Some((n, ci, cs)) = cols else {
-                let h = Header::parse(text);
-                cols = Some((
-                    h.len(),
-                    h.require(path, "index")?,
-                    h.require(path, "eligible_specs")?,
-                ));
-                return Ok(());
-            };
-            let f = split_exact(at, text, n)?;
-            let idx = at.u64("index", f[ci])?;
-            if idx != masks.len() as u64 {
-                return Err(at.err(format!(
-                    "index {idx} out of sequence, expected {}",
-                    masks.len()
-                )));
-            }
-            let mut mask = SpecMask::EMPTY;
-            for tok in f[cs].split_whitespace() {
-                let id = at.u64("eligible_specs", tok)?;
-                if id < 1 || id > u64::from(max) {
+        for_each_record(
+            path,
+            ["index", "eligible_specs"],
+            |at, [index, eligible]| {
+                let idx = at.u64("index", index)?;
+                if idx != masks.len() as u64 {
                     return Err(at.err(format!(
-                        "column `eligible_specs`: spec id {id} out of range 1..={max}"
+                        "index {idx} out of sequence, expected {}",
+                        masks.len()
                     )));
                 }
-                mask = mask.with(id as u8);
-            }
-            masks.push(mask);
-            Ok(())
-        })?;
+                let mut mask = SpecMask::EMPTY;
+                for tok in eligible.split_whitespace() {
+                    let id = at.u64("eligible_specs", tok)?;
+                    if id < 1 || id > u64::from(max) {
+                        return Err(at.err(format!(
+                            "column `eligible_specs`: spec id {id} out of range 1..={max}"
+                        )));
+                    }
+                    mask = mask.with(id as u8);
+                }
+                masks.push(mask);
+                Ok(())
+            },
+        )?;
         if masks.is_empty() {
             return Err(empty(path));
         }
@@ -271,24 +255,16 @@ impl SpecTable {
     /// Loads `spec_id,spec_name,min_fp16_memory_score,min_cpu_f_score,min_android_os`.
     /// Ids must run 1, 2, ... up to at most 8.
     pub fn load(path: &Path) -> Result<Self, InputError> {
-        let mut cols = None;
         let mut specs: Vec<Spec> = Vec::new();
-        for_each_line(path, |line, text| {
-            let at = At { file: path, line };
-            let Some((n, ci, cn, cm, cc, co)) = cols else {
-                let h = Header::parse(text);
-                cols = Some((
-                    h.len(),
-                    h.require(path, "spec_id")?,
-                    h.require(path, "spec_name")?,
-                    h.require(path, "min_fp16_memory_score")?,
-                    h.require(path, "min_cpu_f_score")?,
-                    h.require(path, "min_android_os")?,
-                ));
-                return Ok(());
-            };
-            let f = split_exact(at, text, n)?;
-            let id = at.u64("spec_id", f[ci])?;
+        let names = [
+            "spec_id",
+            "spec_name",
+            "min_fp16_memory_score",
+            "min_cpu_f_score",
+            "min_android_os",
+        ];
+        for_each_record(path, names, |at, [id_s, name, mem, cpu, os]| {
+            let id = at.u64("spec_id", id_s)?;
             let expected = specs.len() as u64 + 1;
             if id != expected || id > u64::from(MAX_SPEC_ID) {
                 return Err(at.err(format!(
@@ -297,10 +273,10 @@ impl SpecTable {
             }
             specs.push(Spec {
                 id: id as u8,
-                name: f[cn].trim().to_string(),
-                min_fp16_memory: at.f64("min_fp16_memory_score", f[cm])?,
-                min_cpu_f: at.f64("min_cpu_f_score", f[cc])?,
-                min_android_os: at.f64("min_android_os", f[co])?,
+                name: name.trim().to_string(),
+                min_fp16_memory: at.f64("min_fp16_memory_score", mem)?,
+                min_cpu_f: at.f64("min_cpu_f_score", cpu)?,
+                min_android_os: at.f64("min_android_os", os)?,
             });
             Ok(())
         })?;

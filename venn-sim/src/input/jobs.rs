@@ -17,7 +17,7 @@ use rand_distr::{Distribution, Exp, weighted::WeightedIndex};
 
 use super::devices::{MAX_SPEC_ID, SpecTable};
 use super::error::InputError;
-use super::lines::{At, Header, empty, for_each_line, split_exact};
+use super::lines::{empty, for_each_record};
 
 /// Workload names with a shipped job CSV (`venn_jobs_<name>_workload.csv`).
 pub const WORKLOAD_NAMES: [&str; 6] = ["even", "small", "large", "high", "low", "seed2"];
@@ -87,21 +87,9 @@ impl JobTrace {
     }
 
     fn load_inner(path: &Path, max_spec: u8) -> Result<Self, InputError> {
-        let mut cols: Option<(usize, Vec<usize>)> = None;
         let mut jobs = Vec::new();
-        for_each_line(path, |line, text| {
-            let at = At { file: path, line };
-            let Some((n, c)) = &cols else {
-                let h = Header::parse(text);
-                let c = JOB_COLUMNS
-                    .iter()
-                    .map(|name| h.require(path, name))
-                    .collect::<Result<Vec<_>, _>>()?;
-                cols = Some((h.len(), c));
-                return Ok(());
-            };
-            let f = split_exact(at, text, *n)?;
-            let get = |k: usize| f[c[k]];
+        for_each_record(path, JOB_COLUMNS, |at, f| {
+            let get = |k: usize| f[k];
             let positive = |k: usize, v: f64| {
                 if v > 0.0 {
                     Ok(v)
@@ -235,21 +223,9 @@ impl JobCatalog {
             "job_type",
             "concurrency",
         ];
-        let mut cols: Option<(usize, Vec<usize>)> = None;
         let mut entries: Vec<CatalogEntry> = Vec::new();
-        for_each_line(path, |line, text| {
-            let at = At { file: path, line };
-            let Some((n, c)) = &cols else {
-                let h = Header::parse(text);
-                let c = names
-                    .iter()
-                    .map(|name| h.require(path, name))
-                    .collect::<Result<Vec<_>, _>>()?;
-                cols = Some((h.len(), c));
-                return Ok(());
-            };
-            let f = split_exact(at, text, *n)?;
-            let get = |k: usize| f[c[k]];
+        for_each_record(path, names, |at, f| {
+            let get = |k: usize| f[k];
             let id = at.u32("config_id", get(0))?;
             if id as usize != entries.len() + 1 {
                 return Err(at.err(format!(
@@ -315,43 +291,33 @@ pub struct WorkloadConfigs {
 impl WorkloadConfigs {
     /// Loads `venn_workload_configs.csv`.
     pub fn load(path: &Path) -> Result<Self, InputError> {
-        let mut cols: Option<(usize, [usize; 6])> = None;
         let mut configs = Vec::new();
-        for_each_line(path, |line, text| {
-            let at = At { file: path, line };
-            let Some((n, c)) = cols else {
-                let h = Header::parse(text);
-                cols = Some((
-                    h.len(),
-                    [
-                        h.require(path, "config_file")?,
-                        h.require(path, "random_seed")?,
-                        h.require(path, "num_day")?,
-                        h.require(path, "num_week")?,
-                        h.require(path, "job_id_prob_over_33_configs")?,
-                        h.require(path, "eligibility_prob_key_present_but_unused")?,
-                    ],
-                ));
-                return Ok(());
-            };
-            let f = split_exact(at, text, n)?;
-            let file = f[c[0]].trim();
+        let names = [
+            "config_file",
+            "random_seed",
+            "num_day",
+            "num_week",
+            "job_id_prob_over_33_configs",
+            "eligibility_prob_key_present_but_unused",
+        ];
+        for_each_record(path, names, |at, f| {
+            let file = f[0].trim();
             let stem = file.rsplit('/').next().unwrap_or(file);
             let stem = stem.strip_suffix(".yml").unwrap_or(stem);
             let name = stem.strip_suffix("_workload").unwrap_or(stem).to_string();
             let list = |col: &str, s: &str| -> Result<Vec<f64>, InputError> {
                 s.split_whitespace().map(|t| at.f64(col, t)).collect()
             };
-            let job_weights = list("job_id_prob_over_33_configs", f[c[4]])?;
+            let job_weights = list("job_id_prob_over_33_configs", f[4])?;
             if job_weights.iter().any(|&w| w < 0.0) || job_weights.iter().sum::<f64>() <= 0.0 {
                 return Err(at.err("column `job_id_prob_over_33_configs`: weights must be non-negative and not all zero"));
             }
-            let bias = list("eligibility_prob_key_present_but_unused", f[c[5]])?;
+            let bias = list("eligibility_prob_key_present_but_unused", f[5])?;
             configs.push(WorkloadConfig {
                 name,
-                seed: at.u64("random_seed", f[c[1]])?,
-                num_day: at.u32("num_day", f[c[2]])?,
-                num_week: at.u32("num_week", f[c[3]])?,
+                seed: at.u64("random_seed", f[1])?,
+                num_day: at.u32("num_day", f[2])?,
+                num_week: at.u32("num_week", f[3])?,
                 job_weights,
                 spec_bias: (!bias.is_empty()).then_some(bias),
             });

@@ -56,6 +56,31 @@ pub(crate) fn for_each_line(
     }
 }
 
+/// Calls `f(at, fields)` for every data row of a CSV whose header names every column of
+/// `names` (in any order, among others); `fields[k]` is the row's value of `names[k]`.
+/// Each row must have as many fields as the header.
+pub(crate) fn for_each_record<const N: usize>(
+    path: &Path,
+    names: [&str; N],
+    mut f: impl FnMut(At<'_>, [&str; N]) -> Result<(), InputError>,
+) -> Result<(), InputError> {
+    let mut cols: Option<(usize, [usize; N])> = None;
+    for_each_line(path, |line, text| {
+        let at = At { file: path, line };
+        let Some((n, idx)) = &cols else {
+            let h = Header::parse(text);
+            let mut idx = [0; N];
+            for (i, name) in idx.iter_mut().zip(names) {
+                *i = h.require(path, name)?;
+            }
+            cols = Some((h.len(), idx));
+            return Ok(());
+        };
+        let all = split_exact(at, text, *n)?;
+        f(at, idx.map(|i| all[i]))
+    })
+}
+
 /// Where we are in a file, for building errors and parsing fields.
 #[derive(Clone, Copy)]
 pub(crate) struct At<'a> {

@@ -41,6 +41,20 @@ impl GroupSet {
         r
     }
 
+    /// Union.
+    pub fn or(&self, o: &GroupSet) -> GroupSet {
+        let mut r = *self;
+        for (a, b) in r.0.iter_mut().zip(o.0.iter()) {
+            *a |= *b;
+        }
+        r
+    }
+
+    /// Whether the two sets share a group.
+    pub fn intersects(&self, o: &GroupSet) -> bool {
+        self.0.iter().zip(o.0.iter()).any(|(a, b)| a & b != 0)
+    }
+
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(|w| *w == 0)

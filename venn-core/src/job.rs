@@ -127,6 +127,8 @@ pub struct OpenRound {
     pub random_priority: f64,
     /// Capacity band chosen by tier matching, if any.
     pub tier: Option<TierBand>,
+    /// No device is assigned before this time (a policy's start delay; else the submit time).
+    pub not_before: Time,
 }
 
 impl OpenRound {
@@ -253,6 +255,9 @@ pub struct JobState {
     pub fair_share_jct: Option<f64>,
     /// Per-round demand of its most recent request (for remaining-demand estimates).
     pub last_demand: u32,
+    /// No device is assigned to the job before this time (an admission plan's launch time,
+    /// set by the driver with [`crate::ResourceManager::hold_job`]).
+    pub hold_until: Time,
 }
 
 impl JobState {

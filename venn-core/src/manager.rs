@@ -154,6 +154,7 @@ impl ResourceManager {
                 history: Default::default(),
                 fair_share_jct: None,
                 last_demand: 0,
+                hold_until: now,
             },
         );
         self.next_job = self.next_job.max(id.0 + 1);
@@ -169,6 +170,17 @@ impl ResourceManager {
         }
         self.dirty = true;
         Ok(state)
+    }
+
+    /// Keeps every device away from `job` until `until` (an admitted job's launch time).
+    pub fn hold_job(&mut self, job: JobId, until: Time) -> Result<(), CoreError> {
+        let j = self.jobs.get_mut(&job).ok_or(CoreError::UnknownJob(job))?;
+        if !until.secs().is_finite() {
+            return Err(CoreError::invalid("hold_until", "must be a finite time"));
+        }
+        j.hold_until = until;
+        self.dirty = true;
+        Ok(())
     }
 
     /// A job completed all its rounds; same as removal, kept apart for the record.
@@ -229,6 +241,7 @@ impl ResourceManager {
             key: 0.0,
             random_priority: self.rng.f64(),
             tier: None,
+            not_before: now,
         });
         let group = j.group;
         let view = SchedView {
@@ -238,15 +251,28 @@ impl ResourceManager {
             now,
         };
         let state = &self.jobs[&job];
-        let tier = self.policy.on_request(state, &view, &mut self.rng);
-        let key = self.policy.queue_key(state, &view);
+        let plan = self.policy.on_request(state, &view, &mut self.rng);
         let open = self
             .jobs
             .get_mut(&job)
             .and_then(|j| j.current.as_mut())
             .expect("just opened");
-        open.tier = tier;
-        open.key = key;
+        open.tier = plan.tier;
+        if let Some(t) = plan.not_before {
+            open.not_before = t.max(now);
+        }
+        let view = SchedView {
+            jobs: &self.jobs,
+            groups: &self.groups,
+            supply: &self.supply,
+            now,
+        };
+        let key = self.policy.queue_key(&self.jobs[&job], &view);
+        self.jobs
+            .get_mut(&job)
+            .and_then(|j| j.current.as_mut())
+            .expect("just opened")
+            .key = key;
         self.groups.enqueue(group, job);
         self.dirty = true;
         Ok(round)

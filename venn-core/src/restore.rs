@@ -110,6 +110,7 @@ impl ResourceManager {
             key: 0.0,
             random_priority,
             tier: None,
+            not_before: r.submitted_at,
         });
         let open = assigned < r.request.demand;
         let group = j.group;

@@ -3,7 +3,8 @@
 //! - **queue-sort** ([`Policy::queue_key`]): the order of open requests inside a job group;
 //! - **filter** (the framework, [`SchedView::accepts`]): a device may only go to a job
 //!   whose group admits it, with open demand, inside the job's tier band if it has one,
-//!   and never twice to the same round;
+//!   not before the request's start delay or the job's hold, and never twice to the same
+//!   round;
 //! - **plan** ([`Policy::plan`]): re-planning when queues change (request arrival,
 //!   fulfilment, close), never per check-in;
 //! - **score/select** ([`Policy::select`]): the job an arriving device goes to;
@@ -12,11 +13,17 @@
 //! Policies are chosen by name with [`by_name`].
 
 mod baselines;
+mod chunked;
+mod congestion;
 pub mod irs;
+mod random_delay;
 mod tier;
 mod venn;
 
 pub use baselines::{Fifo, FifoRequest, Random, RandomOrder, Srsf};
+pub use chunked::Chunked;
+pub use congestion::{congestion_delay_s, overlapping_groups, supply_rate};
+pub use random_delay::RandomDelay;
 pub use tier::{TierParams, choose_tier};
 pub use venn::Venn;
 
@@ -63,7 +70,11 @@ impl SchedView<'_> {
             return false;
         };
         let Some(r) = &j.current else { return false };
-        if r.open_demand() == 0 || r.tasks.contains_key(&dev.device) {
+        if r.open_demand() == 0
+            || r.tasks.contains_key(&dev.device)
+            || self.now < r.not_before
+            || self.now < j.hold_until
+        {
             return false;
         }
         match &r.tier {
@@ -141,6 +152,15 @@ impl SchedView<'_> {
     }
 }
 
+/// What a policy decides for a new round request before it is queued.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RequestPlan {
+    /// Restrict the request to this capacity tier.
+    pub tier: Option<TierBand>,
+    /// Assign no device to the request before this time (a start delay).
+    pub not_before: Option<Time>,
+}
+
 /// A scheduling policy. See the module docs for the steps.
 pub trait Policy: Send + std::fmt::Debug {
     /// The name it is selected by.
@@ -149,15 +169,15 @@ pub trait Policy: Send + std::fmt::Debug {
     /// Queue-sort key of a job with an open round; smaller is served first.
     fn queue_key(&self, job: &JobState, view: &SchedView<'_>) -> f64;
 
-    /// Called once per submitted round request, before it is queued: may restrict the
-    /// request to a capacity tier.
+    /// Called once per submitted round request, before it is queued and keyed: may
+    /// restrict the request to a capacity tier or delay its start.
     fn on_request(
         &mut self,
         _job: &JobState,
         _view: &SchedView<'_>,
         _rng: &mut SeededRng,
-    ) -> Option<TierBand> {
-        None
+    ) -> RequestPlan {
+        RequestPlan::default()
     }
 
     /// Re-plan after queues changed.
@@ -175,11 +195,20 @@ pub trait Policy: Send + std::fmt::Debug {
 
 /// Tunables of the policies that have any.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PolicyParams {
     /// Tier matching (Algorithm 2) settings for `venn`.
     pub tiers: TierParams,
     /// Fairness knob ε for `venn` (0 = plain IRS).
     pub epsilon: f64,
+    /// `random-delay` and `chunked`: delays are uniform in [0, scale·Δ], Δ the congestion
+    /// (open demand over eligible supply rate, in seconds).
+    pub delay_scale: f64,
+    /// `random-delay`: draw a new delay for every round request (true) or once per job,
+    /// shifting its whole schedule as in Leighton–Maggs–Rao (false).
+    pub delay_per_round: bool,
+    /// `chunked`: let devices the running chunk cannot use go to later chunks.
+    pub chunk_backfill: bool,
 }
 
 impl Default for PolicyParams {
@@ -187,6 +216,9 @@ impl Default for PolicyParams {
         PolicyParams {
             tiers: TierParams::default(),
             epsilon: 0.0,
+            delay_scale: 1.0,
+            delay_per_round: false,
+            chunk_backfill: false,
         }
     }
 }
@@ -199,6 +231,8 @@ pub const POLICY_NAMES: &[&str] = &[
     "fifo-request",
     "srsf",
     "venn",
+    "random-delay",
+    "chunked",
 ];
 
 /// Builds a policy from its name.
@@ -210,6 +244,8 @@ pub fn by_name(name: &str, params: PolicyParams) -> Result<Box<dyn Policy>, Core
         "fifo-request" => Box::new(FifoRequest),
         "srsf" => Box::new(Srsf),
         "venn" => Box::new(Venn::new(params)),
+        "random-delay" => Box::new(RandomDelay::new(params)),
+        "chunked" => Box::new(Chunked::new(params)),
         "irs" => Box::new(Venn::new(PolicyParams {
             tiers: TierParams::disabled(),
             ..params

@@ -141,6 +141,7 @@ mod tests {
             history: h,
             fair_share_jct: None,
             last_demand: 10,
+            hold_until: Time(0.0),
         }
     }
 

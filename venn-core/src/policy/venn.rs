@@ -17,11 +17,11 @@
 
 use super::irs::{self, IrsGroup};
 use super::tier::choose_tier;
-use super::{DeviceCtx, Policy, PolicyParams, SchedView};
+use super::{DeviceCtx, Policy, PolicyParams, RequestPlan, SchedView};
 use crate::groupset::{GroupIdx, GroupSet};
 use crate::hash::FastMap;
 use crate::ids::JobId;
-use crate::job::{JobState, TierBand};
+use crate::job::JobState;
 use crate::rng::SeededRng;
 
 const UNOWNED: u16 = u16::MAX;
@@ -87,8 +87,11 @@ impl Policy for Venn {
         job: &JobState,
         _: &SchedView<'_>,
         rng: &mut SeededRng,
-    ) -> Option<TierBand> {
-        choose_tier(job, self.params.tiers, rng)
+    ) -> RequestPlan {
+        RequestPlan {
+            tier: choose_tier(job, self.params.tiers, rng),
+            not_before: None,
+        }
     }
 
     fn plan(&mut self, view: &SchedView<'_>) {

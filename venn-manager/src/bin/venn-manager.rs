@@ -55,6 +55,7 @@ async fn main() -> anyhow::Result<()> {
                 ..TierParams::default()
             },
             epsilon: a.epsilon,
+            ..PolicyParams::default()
         },
         supply: SupplyConfig {
             window_s: a.supply_window_s,

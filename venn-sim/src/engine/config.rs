@@ -116,6 +116,7 @@ impl SimConfig {
                 min_samples_per_tier: self.min_samples_per_tier,
             },
             epsilon: self.epsilon,
+            ..PolicyParams::default()
         }
     }
 

@@ -19,6 +19,8 @@ pub const SIM_POLICY_NAMES: &[&str] = &[
     "fifo-request",
     "srsf",
     "venn",
+    "random-delay",
+    "chunked",
     "irs",
 ];
 

@@ -1,0 +1,90 @@
+//! `random-delay`: random start delays spread congestion out without knowing the jobs'
+//! patterns (Leighton, Maggs & Rao 1994 for packets; Ghaffari 2015 for many distributed
+//! jobs sharing a network). Each job — or, with `delay_per_round`, each round request —
+//! waits a delay drawn uniformly from [0, scale·Δ], where Δ is the current congestion
+//! (open demand competing for the job's devices over their check-in rate, see
+//! [`super::congestion_delay_s`]). After its delay a request is served in order of its
+//! delayed start time, so a job keeps its place across rounds as under `fifo`.
+
+use super::{DeviceCtx, Policy, PolicyParams, RequestPlan, SchedView, congestion_delay_s};
+use crate::hash::FastMap;
+use crate::ids::JobId;
+use crate::job::JobState;
+use crate::rng::SeededRng;
+use crate::time::Time;
+
+/// Random start delays scaled by congestion.
+#[derive(Debug)]
+pub struct RandomDelay {
+    params: PolicyParams,
+    /// Per-job delayed start (per-job mode), the queue key of all its rounds.
+    start: FastMap<JobId, f64>,
+}
+
+impl RandomDelay {
+    /// The policy with `params.delay_scale` and `params.delay_per_round`.
+    pub fn new(params: PolicyParams) -> Self {
+        RandomDelay {
+            params,
+            start: FastMap::default(),
+        }
+    }
+
+    fn draw(&self, view: &SchedView<'_>, job: &JobState, rng: &mut SeededRng) -> f64 {
+        let span = self.params.delay_scale.max(0.0) * congestion_delay_s(view, job);
+        if span.is_finite() { rng.f64() * span } else { 0.0 }
+    }
+}
+
+impl Policy for RandomDelay {
+    fn name(&self) -> &'static str {
+        "random-delay"
+    }
+
+    fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
+        if !self.params.delay_per_round
+            && let Some(s) = self.start.get(&job.id)
+        {
+            return *s;
+        }
+        job.current
+            .as_ref()
+            .map_or(f64::INFINITY, |r| r.not_before.secs())
+    }
+
+    fn on_request(
+        &mut self,
+        job: &JobState,
+        view: &SchedView<'_>,
+        rng: &mut SeededRng,
+    ) -> RequestPlan {
+        if self.params.delay_per_round {
+            let start = view.now + self.draw(view, job, rng);
+            return RequestPlan {
+                tier: None,
+                not_before: Some(start),
+            };
+        }
+        if self.start.contains_key(&job.id) {
+            // Later rounds follow at once: only the job's start is shifted.
+            return RequestPlan::default();
+        }
+        let start: Time = view.now + self.draw(view, job, rng);
+        self.start.insert(job.id, start.secs());
+        RequestPlan {
+            tier: None,
+            not_before: Some(start),
+        }
+    }
+
+    fn plan(&mut self, view: &SchedView<'_>) {
+        // Forget finished jobs now and then, so a long-lived manager does not grow.
+        if self.start.len() > 2 * view.jobs.len() + 64 {
+            self.start.retain(|j, _| view.jobs.contains_key(j));
+        }
+    }
+
+    fn select(&mut self, v: &SchedView<'_>, d: &DeviceCtx<'_>, _: &mut SeededRng) -> Option<JobId> {
+        v.best_head(d)
+    }
+}

@@ -18,8 +18,11 @@
 //! - [`manager`]: the state machine: inputs (register, request, check-in, task events,
 //!   close) → [`Decision`]s.
 //! - [`policy`]: the [`Policy`] trait and the policies: `venn` (IRS + tier matching +
-//!   fairness ε), `irs` (venn without tiers), `random`, `random-order`, `fifo`, `srsf`.
+//!   fairness ε), `irs` (venn without tiers), `random`, `random-order`, `fifo`, `srsf`,
+//!   `random-delay` (congestion-scaled random start delays) and `chunked` (jobs run in
+//!   chunks that fit the eligible supply).
 //! - [`restore`]: re-feeding persisted jobs, rounds and check-ins after a restart.
+//! - [`admission`]: posted-price admission of jobs with statements of work, LIFO eviction.
 //! - [`optimal`]: an exact solver for small IRS instances (the yardstick) and a driver
 //!   that replays such an instance through any policy.
 //!
@@ -44,6 +47,7 @@
 //! rm.close_round(job, round, RoundOutcome::Success, Time(30.0)).unwrap();
 //! ```
 
+pub mod admission;
 pub mod error;
 pub mod groups;
 pub mod groupset;

@@ -66,9 +66,18 @@ fn random_delays_are_uniform_over_the_congestion_window() {
     let max = delays.iter().cloned().fold(0.0, f64::max);
     let min = delays.iter().cloned().fold(f64::INFINITY, f64::min);
     let mean = delays.iter().sum::<f64>() / delays.len() as f64;
-    assert!(min >= 0.0 && max <= 250.0 + 1e-9, "delays in [{min}, {max}]");
-    assert!(max > 225.0 && min < 25.0, "delays cover the window: [{min}, {max}]");
-    assert!((mean - 125.0).abs() < 12.0, "mean delay {mean}, expected ≈125");
+    assert!(
+        min >= 0.0 && max <= 250.0 + 1e-9,
+        "delays in [{min}, {max}]"
+    );
+    assert!(
+        max > 225.0 && min < 25.0,
+        "delays cover the window: [{min}, {max}]"
+    );
+    assert!(
+        (mean - 125.0).abs() < 12.0,
+        "mean delay {mean}, expected ≈125"
+    );
 }
 
 #[test]
@@ -81,7 +90,10 @@ fn a_delayed_request_gets_no_device_before_its_start() {
     rm.submit_request(a, request(200, 100.0, 10_000.0), Time(100.0))
         .unwrap();
     let start = rm.job(a).unwrap().current.as_ref().unwrap().not_before;
-    assert!(start.secs() > 100.0, "Δ = 200 s makes a zero delay unlikely");
+    assert!(
+        start.secs() > 100.0,
+        "Δ = 200 s makes a zero delay unlikely"
+    );
     let before = rm.check_in(DeviceId(1), &phone(), Time(start.secs() - 0.5));
     assert_eq!(before, Decision::NoTask);
     let after = rm.check_in(DeviceId(2), &phone(), start);
@@ -104,7 +116,10 @@ fn per_job_delays_shift_only_the_first_round() {
     let t = start.secs() + 2.0;
     rm.submit_request(a, request(100, t, 10_000.0), Time(t))
         .unwrap();
-    assert_eq!(rm.job(a).unwrap().current.as_ref().unwrap().not_before, Time(t));
+    assert_eq!(
+        rm.job(a).unwrap().current.as_ref().unwrap().not_before,
+        Time(t)
+    );
 
     let mut per_round = manager(
         "random-delay",
@@ -124,14 +139,23 @@ fn per_job_delays_shift_only_the_first_round() {
         let r = per_round
             .submit_request(b, request(100, t, 10_000.0), Time(t))
             .unwrap();
-        let nb = per_round.job(b).unwrap().current.as_ref().unwrap().not_before;
+        let nb = per_round
+            .job(b)
+            .unwrap()
+            .current
+            .as_ref()
+            .unwrap()
+            .not_before;
         later += usize::from(nb.secs() > t);
         per_round
             .close_round(b, r, RoundOutcome::Success, Time(t + 1.0))
             .unwrap();
         t += 2.0;
     }
-    assert!(later >= 9, "every round draws a fresh delay ({later}/10 delayed)");
+    assert!(
+        later >= 9,
+        "every round draws a fresh delay ({later}/10 delayed)"
+    );
 }
 
 #[test]

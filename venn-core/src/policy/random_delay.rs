@@ -32,7 +32,11 @@ impl RandomDelay {
 
     fn draw(&self, view: &SchedView<'_>, job: &JobState, rng: &mut SeededRng) -> f64 {
         let span = self.params.delay_scale.max(0.0) * congestion_delay_s(view, job);
-        if span.is_finite() { rng.f64() * span } else { 0.0 }
+        if span.is_finite() {
+            rng.f64() * span
+        } else {
+            0.0
+        }
     }
 }
 

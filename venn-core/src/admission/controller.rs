@@ -1,0 +1,494 @@
+//! The admission controller: plans each statement of work against posted prices, admits
+//! or declines it, bills realised usage, and evicts last-in-first-out when the realised
+//! usage of running jobs exceeds the realised capacity.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::prices::{CapacityForecast, PriceBook};
+use super::statement::{StatementOfWork, ValueFn};
+use crate::error::CoreError;
+use crate::hash::FastMap;
+use crate::ids::JobId;
+use crate::time::Time;
+
+/// Settings of the admission controller.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AdmissionParams {
+    /// Length of a pricing slot, seconds.
+    pub slot_s: f64,
+    /// How far ahead a launch may be planned, seconds.
+    pub horizon_s: f64,
+    /// Slack ε: plans use C' = C·(1 − ε/10) of the forecast capacity.
+    pub epsilon: f64,
+    /// Price of a unit of usage in an empty slot.
+    pub price_min: f64,
+    /// Price of a unit of usage in a slot filled to C' (and of usage past a plan's
+    /// stated support).
+    pub price_max: f64,
+}
+
+impl Default for AdmissionParams {
+    fn default() -> Self {
+        AdmissionParams {
+            slot_s: 600.0,
+            horizon_s: 7.0 * 86_400.0,
+            epsilon: 0.5,
+            price_min: 0.01,
+            price_max: 1.0,
+        }
+    }
+}
+
+impl AdmissionParams {
+    /// Checks every field; the error names the field.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        let pos = |v: f64| v.is_finite() && v > 0.0;
+        if !pos(self.slot_s) {
+            return Err(CoreError::invalid("admission.slot_s", "must be positive"));
+        }
+        if !(pos(self.horizon_s) && self.horizon_s >= self.slot_s) {
+            return Err(CoreError::invalid(
+                "admission.horizon_s",
+                "must be at least one slot",
+            ));
+        }
+        if !(self.epsilon.is_finite() && (0.0..10.0).contains(&self.epsilon)) {
+            return Err(CoreError::invalid(
+                "admission.epsilon",
+                "must be in [0, 10)",
+            ));
+        }
+        if !(pos(self.price_min) && pos(self.price_max) && self.price_max >= self.price_min) {
+            return Err(CoreError::invalid(
+                "admission.price_min",
+                "prices must be positive with price_min ≤ price_max",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A launch plan and what it is expected to be worth and cost.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// When the job may start using devices.
+    pub launch_at: Time,
+    /// Expected value at completion under the statement.
+    pub expected_value: f64,
+    /// Expected payment at the posted prices.
+    pub expected_price: f64,
+}
+
+impl Plan {
+    /// Expected value minus expected payment.
+    pub fn utility(&self) -> f64 {
+        self.expected_value - self.expected_price
+    }
+}
+
+/// The controller's answer to a statement of work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "admission", rename_all = "snake_case")]
+pub enum Admission {
+    /// Admitted with this plan.
+    Admitted {
+        /// The plan.
+        plan: Plan,
+    },
+    /// Declined: no plan is worth its price. `quote` is the best plan there was, if any
+    /// slot had capacity at all.
+    Declined {
+        /// The best plan and its price.
+        quote: Option<Plan>,
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+/// An admitted job as the controller keeps it (persisted by drivers that restart).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdmittedJob {
+    /// Admission order: later admissions are evicted first.
+    pub seq: u64,
+    /// When the statement arrived.
+    pub submitted_at: Time,
+    /// First slot of the plan.
+    pub launch_slot: u64,
+    /// Usage while running, device check-ins per slot.
+    pub usage_per_slot: f64,
+    /// P(still running k slots after launch), k = 0, 1, …
+    pub survival: Vec<f64>,
+    /// Prices posted at admission for slots `launch_slot + k`.
+    pub prices: Vec<f64>,
+    /// The stated value function.
+    pub value: ValueFn,
+    /// The plan it was admitted with.
+    pub plan: Plan,
+}
+
+/// How an admitted job ended, for welfare accounting.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settlement {
+    /// The job.
+    pub job: JobId,
+    /// Value realised (0 unless it completed).
+    pub value: f64,
+    /// Payment charged (evicted jobs are refunded).
+    pub payment: f64,
+    /// Whether it was evicted.
+    pub evicted: bool,
+}
+
+/// Running totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AdmissionStats {
+    /// Statements received.
+    pub submitted: u64,
+    /// Statements admitted.
+    pub admitted: u64,
+    /// Statements declined.
+    pub declined: u64,
+    /// Admitted jobs that completed.
+    pub completed: u64,
+    /// Admitted jobs evicted.
+    pub evicted: u64,
+    /// Admitted jobs withdrawn by their owner.
+    pub withdrawn: u64,
+    /// Total value of completed jobs (welfare).
+    pub welfare: f64,
+    /// Total payments.
+    pub revenue: f64,
+    /// Usage of running jobs summed over closed slots (capped by capacity).
+    pub used: f64,
+    /// Realised capacity summed over closed slots.
+    pub offered: f64,
+}
+
+impl AdmissionStats {
+    /// Used over offered capacity.
+    pub fn utilisation(&self) -> f64 {
+        if self.offered > 0.0 {
+            self.used / self.offered
+        } else {
+            0.0
+        }
+    }
+
+    /// Evicted over admitted jobs.
+    pub fn eviction_rate(&self) -> f64 {
+        if self.admitted > 0 {
+            self.evicted as f64 / self.admitted as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Posted-price admission with LIFO eviction. Sans-IO: time and capacity come in as
+/// arguments.
+#[derive(Clone, Debug)]
+pub struct AdmissionController {
+    params: AdmissionParams,
+    book: PriceBook,
+    jobs: FastMap<JobId, AdmittedJob>,
+    by_seq: BTreeMap<u64, JobId>,
+    next_seq: u64,
+    stats: AdmissionStats,
+}
+
+/// A candidate plan's per-statement constants.
+struct Shape {
+    usage: f64,
+    /// (probability, slots occupied, seconds of work) per outcome.
+    outcomes: Vec<(f64, usize, f64)>,
+    survival: Vec<f64>,
+}
+
+impl AdmissionController {
+    /// A controller with `params` and a capacity forecast.
+    pub fn new(params: AdmissionParams, forecast: CapacityForecast) -> Result<Self, CoreError> {
+        params.validate()?;
+        let slack = 1.0 - params.epsilon / 10.0;
+        Ok(AdmissionController {
+            params,
+            book: PriceBook::new(params.price_min, params.price_max, slack, forecast),
+            jobs: FastMap::default(),
+            by_seq: BTreeMap::new(),
+            next_seq: 0,
+            stats: AdmissionStats::default(),
+        })
+    }
+
+    /// The settings.
+    pub fn params(&self) -> AdmissionParams {
+        self.params
+    }
+
+    /// Replaces the capacity forecast (e.g. from the supply estimator).
+    pub fn set_forecast(&mut self, f: CapacityForecast) {
+        self.book.set_forecast(f);
+    }
+
+    /// The price book (posted prices and commitments).
+    pub fn prices(&self) -> &PriceBook {
+        &self.book
+    }
+
+    /// The slot containing `t`.
+    pub fn slot_of(&self, t: Time) -> u64 {
+        (t.secs() / self.params.slot_s).floor().max(0.0) as u64
+    }
+
+    /// Running totals.
+    pub fn stats(&self) -> AdmissionStats {
+        self.stats
+    }
+
+    /// An admitted job that has not ended.
+    pub fn admitted(&self, job: JobId) -> Option<&AdmittedJob> {
+        self.jobs.get(&job)
+    }
+
+    fn shape(&self, sow: &StatementOfWork) -> Shape {
+        let slot_s = self.params.slot_s;
+        let usage = sow.demand as f64 * slot_s / sow.round_s;
+        let outcomes: Vec<(f64, usize, f64)> = sow
+            .rounds
+            .0
+            .iter()
+            .filter(|(_, p)| *p > 0.0)
+            .map(|(r, p)| {
+                let work = *r as f64 * sow.round_s;
+                (*p, ((work / slot_s).ceil() as usize).max(1), work)
+            })
+            .collect();
+        let l_max = outcomes.iter().map(|o| o.1).max().unwrap_or(1);
+        let survival = (0..l_max)
+            .map(|k| outcomes.iter().filter(|o| o.1 > k).map(|o| o.0).sum())
+            .collect();
+        Shape {
+            usage,
+            outcomes,
+            survival,
+        }
+    }
+
+    /// The plan that maximises expected value minus expected price for `sow` arriving at
+    /// `now`, without committing it. `None` when no slot in reach has capacity.
+    pub fn quote(&self, sow: &StatementOfWork, now: Time) -> Result<Option<Plan>, CoreError> {
+        sow.validate()?;
+        Ok(self.best(sow, &self.shape(sow), now).map(|(p, _)| p))
+    }
+
+    fn best(&self, sow: &StatementOfWork, shape: &Shape, now: Time) -> Option<(Plan, u64)> {
+        let cur = self.slot_of(now);
+        let wait = sow
+            .max_wait_s
+            .unwrap_or(self.params.horizon_s)
+            .min(self.params.horizon_s);
+        let last = self.slot_of(now + wait);
+        let mut best: Option<(Plan, u64)> = None;
+        for s in cur..=last {
+            let start = Time((s as f64 * self.params.slot_s).max(now.secs()));
+            let expected_value: f64 = shape
+                .outcomes
+                .iter()
+                .map(|(p, _, work)| p * sow.value.at(start.secs() + work - now.secs()))
+                .sum();
+            let expected_price: f64 = shape
+                .survival
+                .iter()
+                .enumerate()
+                .map(|(k, surv)| shape.usage * surv * self.book.price(s + k as u64))
+                .sum();
+            if !expected_price.is_finite() {
+                continue;
+            }
+            let plan = Plan {
+                launch_at: start,
+                expected_value,
+                expected_price,
+            };
+            if best.is_none_or(|(b, _)| plan.utility() > b.utility()) {
+                best = Some((plan, s));
+            }
+        }
+        best
+    }
+
+    /// Plans `sow` for `job` at `now`: admits it with the best plan if that plan's
+    /// expected utility is positive (committing its expected usage, which raises later
+    /// prices), else declines with the quote.
+    pub fn submit(
+        &mut self,
+        job: JobId,
+        sow: &StatementOfWork,
+        now: Time,
+    ) -> Result<Admission, CoreError> {
+        sow.validate()?;
+        if self.jobs.contains_key(&job) {
+            return Err(CoreError::DuplicateJob(job));
+        }
+        self.book.advance(self.slot_of(now));
+        self.stats.submitted += 1;
+        let shape = self.shape(sow);
+        let Some((plan, slot)) = self.best(sow, &shape, now) else {
+            self.stats.declined += 1;
+            return Ok(Admission::Declined {
+                quote: None,
+                reason: "no capacity is forecast within the job's wait".into(),
+            });
+        };
+        if plan.utility() <= 0.0 {
+            self.stats.declined += 1;
+            return Ok(Admission::Declined {
+                quote: Some(plan),
+                reason: format!(
+                    "the best plan costs {:.4} for an expected value of {:.4}",
+                    plan.expected_price, plan.expected_value
+                ),
+            });
+        }
+        let prices = (0..shape.survival.len())
+            .map(|k| self.book.price(slot + k as u64))
+            .collect();
+        let admitted = AdmittedJob {
+            seq: self.next_seq,
+            submitted_at: now,
+            launch_slot: slot,
+            usage_per_slot: shape.usage,
+            survival: shape.survival,
+            prices,
+            value: sow.value.clone(),
+            plan,
+        };
+        self.next_seq += 1;
+        self.stats.admitted += 1;
+        self.insert(job, admitted);
+        Ok(Admission::Admitted { plan })
+    }
+
+    /// Re-installs a persisted admitted job (after a driver restart); its remaining
+    /// expected usage is committed again from `now` on.
+    pub fn restore(&mut self, job: JobId, a: AdmittedJob, now: Time) -> Result<(), CoreError> {
+        if self.jobs.contains_key(&job) {
+            return Err(CoreError::DuplicateJob(job));
+        }
+        self.book.advance(self.slot_of(now));
+        self.next_seq = self.next_seq.max(a.seq + 1);
+        self.insert(job, a);
+        Ok(())
+    }
+
+    fn insert(&mut self, job: JobId, a: AdmittedJob) {
+        for (k, surv) in a.survival.iter().enumerate() {
+            self.book
+                .commit(a.launch_slot + k as u64, a.usage_per_slot * surv);
+        }
+        self.by_seq.insert(a.seq, job);
+        self.jobs.insert(job, a);
+    }
+
+    fn remove(&mut self, job: JobId, now: Time) -> Option<(AdmittedJob, f64)> {
+        let a = self.jobs.remove(&job)?;
+        self.by_seq.remove(&a.seq);
+        let cur = self.slot_of(now);
+        // Give back what the plan still expected to use after this slot.
+        for (k, surv) in a.survival.iter().enumerate() {
+            let slot = a.launch_slot + k as u64;
+            if slot > cur {
+                self.book.commit(slot, -a.usage_per_slot * surv);
+            }
+        }
+        let used_slots = if now < a.plan.launch_at {
+            0
+        } else {
+            (cur + 1).saturating_sub(a.launch_slot)
+        };
+        let payment = (0..used_slots)
+            .map(|k| {
+                a.usage_per_slot
+                    * a.prices
+                        .get(k as usize)
+                        .copied()
+                        .unwrap_or(self.book.price_max())
+            })
+            .sum();
+        Some((a, payment))
+    }
+
+    /// The job completed at `now`: it earns its value and pays for the slots it used at
+    /// the prices posted when it was admitted (past its stated support, at the ceiling).
+    pub fn finished(&mut self, job: JobId, now: Time) -> Option<Settlement> {
+        let (a, payment) = self.remove(job, now)?;
+        let value = a.value.at(now.since(a.submitted_at));
+        self.stats.completed += 1;
+        self.stats.welfare += value;
+        self.stats.revenue += payment;
+        Some(Settlement {
+            job,
+            value,
+            payment,
+            evicted: false,
+        })
+    }
+
+    /// The job's owner cancelled it: no value, pays for what it used.
+    pub fn withdraw(&mut self, job: JobId, now: Time) -> Option<Settlement> {
+        let (_, payment) = self.remove(job, now)?;
+        self.stats.withdrawn += 1;
+        self.stats.revenue += payment;
+        Some(Settlement {
+            job,
+            value: 0.0,
+            payment,
+            evicted: false,
+        })
+    }
+
+    /// Usage of admitted jobs that have launched by `now`.
+    pub fn running_usage(&self, now: Time) -> f64 {
+        self.jobs
+            .values()
+            .filter(|a| a.plan.launch_at <= now)
+            .map(|a| a.usage_per_slot)
+            .sum()
+    }
+
+    /// Once per slot, with the capacity that slot actually offered: while the running
+    /// jobs' usage exceeds it, evict the most recently admitted running job. A job is
+    /// therefore only ever evicted because of jobs admitted before it, so its eviction
+    /// risk is fixed when it is admitted. Evicted jobs are refunded.
+    pub fn on_slot(&mut self, now: Time, capacity: f64) -> Vec<Settlement> {
+        let mut usage = self.running_usage(now);
+        let mut evicted = Vec::new();
+        let running_desc: Vec<JobId> = self
+            .by_seq
+            .values()
+            .rev()
+            .copied()
+            .filter(|j| self.jobs[j].plan.launch_at <= now)
+            .collect();
+        for job in running_desc {
+            if usage <= capacity + 1e-9 {
+                break;
+            }
+            let (a, _) = self.remove(job, now).expect("listed jobs exist");
+            usage -= a.usage_per_slot;
+            self.stats.evicted += 1;
+            evicted.push(Settlement {
+                job,
+                value: 0.0,
+                payment: 0.0,
+                evicted: true,
+            });
+        }
+        self.stats.used += usage.max(0.0).min(capacity.max(0.0));
+        self.stats.offered += capacity.max(0.0);
+        self.book.advance(self.slot_of(now));
+        evicted
+    }
+}

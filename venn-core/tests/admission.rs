@@ -1,0 +1,218 @@
+//! The admission controller: posted prices rise with commitments, unprofitable jobs are
+//! declined with a quote, plans move later under congestion, payments follow the posted
+//! prices, and eviction is last-in-first-out so later jobs never evict earlier ones.
+
+use venn_core::admission::*;
+use venn_core::{JobId, SeededRng, Time};
+
+/// 60 s slots; 100 check-ins per slot; no slack (ε = 0) so the arithmetic is exact.
+fn controller() -> AdmissionController {
+    AdmissionController::new(
+        AdmissionParams {
+            slot_s: 60.0,
+            horizon_s: 6000.0,
+            epsilon: 0.0,
+            price_min: 0.01,
+            price_max: 1.0,
+        },
+        CapacityForecast::Flat(100.0),
+    )
+    .unwrap()
+}
+
+/// `demand` devices per 60 s round (usage = demand per slot), `rounds` rounds.
+fn sow(value: f64, demand: u32, rounds: RoundsDist, hard_s: f64) -> StatementOfWork {
+    StatementOfWork {
+        value: ValueFn::deadline(value, 0.0, hard_s),
+        rounds,
+        demand,
+        round_s: 60.0,
+        max_wait_s: None,
+    }
+}
+
+#[test]
+fn an_empty_platform_admits_at_once_at_the_floor_price() {
+    let mut c = controller();
+    let s = sow(100.0, 10, RoundsDist::exactly(3), 10_000.0);
+    let a = c.submit(JobId(1), &s, Time(0.0)).unwrap();
+    let Admission::Admitted { plan } = a else {
+        panic!("{a:?}")
+    };
+    assert_eq!(plan.launch_at, Time(0.0));
+    // 3 slots × 10 units × 0.01.
+    assert!((plan.expected_price - 0.3).abs() < 1e-9, "{plan:?}");
+    assert!((plan.expected_value - 100.0 * (1.0 - 180.0 / 10_000.0)).abs() < 1e-9);
+    assert_eq!(c.prices().committed(0), 10.0);
+    assert!(c.prices().price(0) > 0.01);
+}
+
+#[test]
+fn prices_rise_until_a_job_is_declined_with_a_quote_and_state_is_kept() {
+    let mut c = controller();
+    // Jobs worth 0.5 per unit of usage, that must finish within two slots.
+    let s = sow(10.0, 20, RoundsDist::exactly(1), 120.0);
+    let mut last_price = 0.0;
+    let mut declined = None;
+    for i in 0..20 {
+        match c.submit(JobId(i), &s, Time(0.0)).unwrap() {
+            Admission::Admitted { plan } => {
+                assert!(plan.expected_price >= last_price, "prices only rise");
+                last_price = plan.expected_price;
+            }
+            Admission::Declined { quote, reason } => {
+                declined = Some((i, quote, reason));
+                break;
+            }
+        }
+    }
+    let (i, quote, reason) = declined.expect("a full slot stops admissions");
+    let quote = quote.expect("capacity exists, so there is a quote");
+    assert!(quote.expected_price >= quote.expected_value, "{quote:?}");
+    assert!(reason.contains("costs"), "{reason}");
+    let before = (c.prices().committed(0), c.prices().committed(1), c.stats());
+    assert!(matches!(
+        c.submit(JobId(100 + i), &s, Time(0.0)).unwrap(),
+        Admission::Declined { .. }
+    ));
+    assert_eq!(before.0, c.prices().committed(0));
+    assert_eq!(before.1, c.prices().committed(1));
+    assert_eq!(c.stats().declined, before.2.declined + 1);
+}
+
+#[test]
+fn a_patient_job_launches_later_when_early_slots_are_sold() {
+    let mut c = controller();
+    // Fill slots 0..5 to capacity with impatient, valuable jobs.
+    let urgent = sow(1e6, 100, RoundsDist::exactly(5), 400.0);
+    assert!(matches!(
+        c.submit(JobId(1), &urgent, Time(0.0)).unwrap(),
+        Admission::Admitted { .. }
+    ));
+    // A patient job (value flat for an hour) prefers the empty slots after them.
+    let patient = StatementOfWork {
+        value: ValueFn(vec![(3600.0, 50.0), (7200.0, 0.0)]),
+        ..sow(0.0, 50, RoundsDist::exactly(2), 1.0)
+    };
+    let Admission::Admitted { plan } = c.submit(JobId(2), &patient, Time(0.0)).unwrap() else {
+        panic!("patient job declined")
+    };
+    assert_eq!(plan.launch_at, Time(300.0), "{plan:?}");
+    // With a one-slot wait limit it has to buy the expensive slots or go without.
+    let hurried = StatementOfWork {
+        max_wait_s: Some(60.0),
+        ..patient
+    };
+    let q = c.quote(&hurried, Time(0.0)).unwrap().unwrap();
+    assert!(q.launch_at <= Time(60.0));
+    assert!(q.expected_price > plan.expected_price);
+}
+
+#[test]
+fn payment_is_realised_usage_at_the_posted_prices_with_overtime_at_the_ceiling() {
+    let mut c = controller();
+    let s = sow(100.0, 10, RoundsDist(vec![(1, 0.5), (2, 0.5)]), 10_000.0);
+    c.submit(JobId(1), &s, Time(0.0)).unwrap();
+    let prices = c.admitted(JobId(1)).unwrap().prices.clone();
+    assert_eq!(prices, vec![0.01, 0.01]);
+    // A second job that ends in its first slot gives back its expected usage of slot 1.
+    c.submit(JobId(2), &s, Time(0.0)).unwrap();
+    assert_eq!(c.prices().committed(1), 10.0);
+    c.finished(JobId(2), Time(30.0)).unwrap();
+    assert_eq!(c.prices().committed(1), 5.0, "finishing releases the plan");
+    // Ran 4 slots: two at the posted 0.01, two past the stated support at 1.0.
+    let st = c.finished(JobId(1), Time(230.0)).unwrap();
+    assert!(
+        (st.payment - 10.0 * (0.01 + 0.01 + 1.0 + 1.0)).abs() < 1e-9,
+        "{st:?}"
+    );
+    assert!((st.value - 100.0 * (1.0 - 230.0 / 10_000.0)).abs() < 1e-9);
+    assert_eq!(c.stats().completed, 2);
+}
+
+#[test]
+fn overload_evicts_the_latest_admission_first() {
+    let mut c = controller();
+    // Steep value loss: every job launches at once despite the rising prices.
+    let s = sow(1000.0, 30, RoundsDist::exactly(10), 2_000.0);
+    for j in 0..3 {
+        assert!(matches!(
+            c.submit(JobId(j), &s, Time(0.0)).unwrap(),
+            Admission::Admitted { .. }
+        ));
+    }
+    assert!(c.on_slot(Time(0.0), 100.0).is_empty());
+    let ev = c.on_slot(Time(60.0), 70.0);
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].job, JobId(2));
+    assert!(ev[0].evicted && ev[0].payment == 0.0);
+    let ev = c.on_slot(Time(120.0), 35.0);
+    assert_eq!(ev.iter().map(|s| s.job).collect::<Vec<_>>(), vec![JobId(1)]);
+    assert!(c.admitted(JobId(0)).is_some());
+    let st = c.stats();
+    assert_eq!((st.admitted, st.evicted), (3, 2));
+    assert!((st.eviction_rate() - 2.0 / 3.0).abs() < 1e-12);
+    assert!((st.utilisation() - (90.0 + 60.0 + 30.0) / 205.0).abs() < 1e-9);
+}
+
+/// Replays jobs with given realised lengths through the controller and returns who was
+/// evicted; capacity fluctuates by a seeded walk.
+fn replay(sows: &[(StatementOfWork, u32)], caps: &[f64]) -> Vec<JobId> {
+    let mut c = controller();
+    let mut end: Vec<Option<f64>> = vec![None; sows.len()];
+    let mut evicted = Vec::new();
+    for (slot, cap) in caps.iter().enumerate() {
+        let now = slot as f64 * 60.0;
+        if slot < sows.len() {
+            let (s, rounds) = &sows[slot];
+            if let Admission::Admitted { plan } =
+                c.submit(JobId(slot as u64), s, Time(now)).unwrap()
+            {
+                end[slot] = Some(plan.launch_at.secs() + *rounds as f64 * 60.0);
+            }
+        }
+        for (j, e) in end.iter_mut().enumerate() {
+            if e.is_some_and(|t| t <= now) {
+                c.finished(JobId(j as u64), Time(now));
+                *e = None;
+            }
+        }
+        for st in c.on_slot(Time(now), *cap) {
+            end[st.job.0 as usize] = None;
+            evicted.push(st.job);
+        }
+    }
+    evicted
+}
+
+#[test]
+fn later_arrivals_never_change_whether_an_earlier_job_is_evicted() {
+    let mut rng = SeededRng::new(11);
+    for _ in 0..50 {
+        let n = 12;
+        let sows: Vec<(StatementOfWork, u32)> = (0..n)
+            .map(|_| {
+                let lo = 1 + rng.below(4) as u32;
+                let d = RoundsDist::uniform(lo, lo + 3);
+                let real = d.sample(rng.f64());
+                let s = sow(
+                    50.0 + 200.0 * rng.f64(),
+                    10 + rng.below(30) as u32,
+                    d,
+                    3000.0,
+                );
+                (s, real)
+            })
+            .collect();
+        let caps: Vec<f64> = (0..40).map(|_| 40.0 + 80.0 * rng.f64()).collect();
+        let all = replay(&sows, &caps);
+        for k in 1..n {
+            let prefix = replay(&sows[..k], &caps);
+            let early: Vec<JobId> = all.iter().copied().filter(|j| (j.0 as usize) < k).collect();
+            assert_eq!(
+                prefix, early,
+                "jobs ≥ {k} changed evictions of earlier jobs"
+            );
+        }
+    }
+}

@@ -163,6 +163,10 @@ mod tests {
             demand: 1,
             total_demand: total,
             fair_share_jct_s: fair,
+            admission: None,
+            launch_s: None,
+            value: None,
+            payment: None,
         }
     }
 

@@ -12,9 +12,11 @@
 //!   simulation semantics.
 //! - [`experiments`]: breakdowns of per-job results and the scheduler
 //!   overhead measurement behind the paper's tables and figures.
+//! - [`incentives`]: the misreporting check of posted-price admission.
 //! - [`plot`]: PNG line charts.
 
 pub mod engine;
 pub mod experiments;
+pub mod incentives;
 pub mod input;
 pub mod plot;

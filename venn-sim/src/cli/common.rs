@@ -278,3 +278,23 @@ pub fn secs(v: f64) -> String {
     }
     if n < 0 { format!("-{out}") } else { out }
 }
+
+/// One line of admission figures, when the run had admission on.
+pub fn admission_line(r: &SimResult) -> Option<String> {
+    let a = r.summary.admission.as_ref()?;
+    Some(format!(
+        "admission ({:?}): {} submitted, {} admitted, {} declined, {} evicted ({:.1} %), {} completed; \
+         welfare {:.1}, revenue {:.1}; planned utilisation {:.2}, device utilisation {:.2}",
+        a.mode,
+        a.submitted,
+        a.admitted,
+        a.declined,
+        a.evicted,
+        100.0 * a.eviction_rate,
+        a.completed,
+        a.welfare,
+        a.revenue,
+        a.planned_utilisation,
+        a.device_utilisation
+    ))
+}

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{Average, InputArgs, Inputs, SimArgs, Task, run_all, secs};
+use super::common::{Average, InputArgs, Inputs, SimArgs, Task, admission_line, run_all, secs};
 
 /// Options of `compare`.
 #[derive(Debug, clap::Args)]
@@ -74,6 +74,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
         if let Some(dir) = &args.out {
             r.write_dir(dir, &format!("{p}."))?;
+        }
+    }
+    for (p, r) in policies.iter().zip(&results) {
+        if let Some(line) = admission_line(r) {
+            println!("{p}: {line}");
         }
     }
     println!(

@@ -4,6 +4,7 @@
 //! Each subcommand lives in its own module with an `Args` struct and a `run`
 //! function. Progress bars and logs go to stderr, tables and `--json` to stdout.
 
+pub mod admission_ic;
 pub mod breakdown;
 pub mod common;
 pub mod compare;
@@ -44,6 +45,9 @@ pub enum Command {
     Sweep(sweep::Args),
     /// Scheduler decision latency against jobs and groups (Fig. 10), with a PNG plot.
     Overhead(overhead::Args),
+    /// Posted-price admission: does a job gain by misreporting its length
+    /// distribution? Paired runs over seeds and jobs, with CSV, JSON and a PNG plot.
+    AdmissionIc(admission_ic::Args),
 }
 
 /// Runs the parsed command line.
@@ -56,5 +60,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Breakdown(args) => breakdown::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Overhead(args) => overhead::run(args),
+        Command::AdmissionIc(args) => admission_ic::run(args),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{InputArgs, Inputs, SimArgs, Task, run_all, secs};
+use super::common::{InputArgs, Inputs, SimArgs, Task, admission_line, run_all, secs};
 
 /// Options of `run`.
 #[derive(Debug, clap::Args)]
@@ -13,7 +13,9 @@ pub struct Args {
     #[arg(long, default_value = "even")]
     pub workload: String,
     /// Policy: random, random-order, fifo (job-arrival order, as the authors),
-    /// fifo-request (venn-core's request-time FIFO), srsf, venn or irs.
+    /// fifo-request (venn-core's request-time FIFO), srsf, venn, irs,
+    /// random-delay (congestion-scaled random start delays) or chunked (jobs
+    /// run in chunks that fit the eligible supply).
     #[arg(long, default_value = "venn")]
     pub policy: String,
     /// Seed of the core's RNG and the dispatch noise.
@@ -95,5 +97,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         r.perf.wall_s,
         r.perf.events_per_s / 1e6
     );
+    if let Some(line) = admission_line(&r) {
+        println!("{line}");
+    }
     Ok(())
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use venn_core::{ManagerConfig, PolicyParams, SupplyConfig, TierParams};
 
+use super::admission::AdmissionSim;
 use super::error::SimError;
 
 /// Settings of one run. Load from TOML with [`SimConfig::from_toml_file`];
@@ -50,6 +51,14 @@ pub struct SimConfig {
     /// task model (`comm × 13736 / kbps`); the authors' client charges 2
     /// (download and upload).
     pub comm_trips: f64,
+    /// `random-delay` / `chunked`: delays are uniform in [0, scale × congestion].
+    pub delay_scale: f64,
+    /// `random-delay`: a fresh delay for every round (else once per job).
+    pub delay_per_round: bool,
+    /// `chunked`: devices the running chunk cannot use go to later chunks.
+    pub chunk_backfill: bool,
+    /// Admission control with statements of work (`[admission]`); off when absent.
+    pub admission: Option<AdmissionSim>,
 }
 
 impl Default for SimConfig {
@@ -69,6 +78,10 @@ impl Default for SimConfig {
             one_assignment_per_checkin: true,
             dispatch_jitter_s: 2.0,
             comm_trips: 1.0,
+            delay_scale: PolicyParams::default().delay_scale,
+            delay_per_round: false,
+            chunk_backfill: false,
+            admission: None,
         }
     }
 }
@@ -116,7 +129,9 @@ impl SimConfig {
                 min_samples_per_tier: self.min_samples_per_tier,
             },
             epsilon: self.epsilon,
-            ..PolicyParams::default()
+            delay_scale: self.delay_scale,
+            delay_per_round: self.delay_per_round,
+            chunk_backfill: self.chunk_backfill,
         }
     }
 
@@ -144,6 +159,12 @@ impl SimConfig {
         if self.horizon_s.is_some_and(|h| !(h.is_finite() && h > 0.0)) {
             return bad("horizon_s must be positive");
         }
+        if !(self.delay_scale.is_finite() && self.delay_scale >= 0.0) {
+            return bad("delay_scale must be a finite non-negative number");
+        }
+        if let Some(a) = &self.admission {
+            a.validate()?;
+        }
         Ok(())
     }
 }
@@ -164,5 +185,24 @@ mod tests {
         assert_eq!(SimConfig::from_toml_str(&text).unwrap(), c);
         let e = SimConfig::from_toml_str("polcy = \"x\"").unwrap_err();
         assert!(e.to_string().contains("polcy"), "{e}");
+    }
+
+    #[test]
+    fn admission_table_turns_admission_on() {
+        let c = SimConfig::from_toml_str(
+            "[admission]\nmode = \"admit-all\"\npatience = 2.0\n[admission.controller]\nslot_s = 300.0\n",
+        )
+        .unwrap();
+        let a = c.admission.expect("table present");
+        assert_eq!(a.mode, super::super::admission::AdmissionMode::AdmitAll);
+        assert_eq!(a.controller.slot_s, 300.0);
+        assert_eq!(a.controller.price_max, 1.0);
+        let bad = SimConfig::from_toml_str("[admission]\nrounds_spread = 1.5\n").unwrap();
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("rounds_spread")
+        );
     }
 }

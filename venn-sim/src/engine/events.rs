@@ -17,6 +17,13 @@ pub enum EventKind {
         /// Job index.
         job: u32,
     },
+    /// An admitted job's planned launch: it registers and opens its first round.
+    Launch {
+        /// Job index.
+        job: u32,
+    },
+    /// The end of an admission slot.
+    Slot,
     /// The deadline of attempt `attempt` of job `job`'s open round.
     Deadline {
         /// Job index.

@@ -52,6 +52,13 @@
 //!
 //! - **Policies** are `venn-core`'s, except that `fifo` orders by job
 //!   arrival as the authors' FIFO does ([`policies`]).
+//! - **Admission** (optional, `[admission]`, [`admission`]): each arriving job
+//!   states its work to `venn-core`'s posted-price controller, which admits it
+//!   with a launch time (the job registers then) or declines it (it never
+//!   runs). A slot event every `slot_s` reports the check-ins the slot offered;
+//!   jobs the controller evicts leave the core at once. Declined and evicted
+//!   jobs are left out of the JCT averages and reported in
+//!   [`Summary::admission`].
 //!
 //! # Performance
 //!
@@ -60,6 +67,7 @@
 //! prebuilt per (capacity row, eligibility set) so a check-in allocates
 //! nothing. See `SIMULATOR.md` for measured throughput.
 
+pub mod admission;
 pub mod config;
 mod error;
 pub mod events;

@@ -45,6 +45,14 @@ pub struct JobRecord {
     pub total_demand: u64,
     /// Fair-share JCT the core fixed at the job's first request, if it did.
     pub fair_share_jct_s: Option<f64>,
+    /// With admission: `admitted`, `declined` or `evicted`.
+    pub admission: Option<String>,
+    /// With admission: when the job was allowed to start.
+    pub launch_s: Option<f64>,
+    /// With admission: value realised at completion (0 if it did not complete).
+    pub value: Option<f64>,
+    /// With admission: payment charged.
+    pub payment: Option<f64>,
 }
 
 impl JobRecord {
@@ -98,6 +106,9 @@ pub struct Summary {
     pub end_time_s: f64,
     /// Horizon, seconds.
     pub horizon_s: f64,
+    /// Admission figures, when admission was on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<super::admission::AdmissionSummary>,
 }
 
 /// Wall-clock figures of one run (not deterministic).
@@ -123,7 +134,7 @@ pub struct SimResult {
 }
 
 /// Header of the per-job CSV.
-pub const JOBS_CSV_HEADER: &str = "job_idx,config_id,spec_id,spec_name,demand,total_demand,rounds_target,rounds,aborted_rounds,arrival_s,finish_s,jct_s,sched_delay_s,response_collection_s,fair_share_jct_s,finished";
+pub const JOBS_CSV_HEADER: &str = "job_idx,config_id,spec_id,spec_name,demand,total_demand,rounds_target,rounds,aborted_rounds,arrival_s,finish_s,jct_s,sched_delay_s,response_collection_s,fair_share_jct_s,finished,admission,launch_s,value,payment";
 
 fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |x| format!("{x:.3}"))
@@ -136,7 +147,7 @@ impl SimResult {
         for j in &self.jobs {
             writeln!(
                 w,
-                "{},{},{},{},{},{},{},{},{},{:.3},{},{:.3},{:.3},{:.3},{},{}",
+                "{},{},{},{},{},{},{},{},{},{:.3},{},{:.3},{:.3},{:.3},{},{},{},{},{},{}",
                 j.idx,
                 j.config_id,
                 j.spec_id,
@@ -152,7 +163,11 @@ impl SimResult {
                 j.sched_delay_s,
                 j.response_collection_s,
                 opt(j.fair_share_jct_s),
-                j.finished()
+                j.finished(),
+                j.admission.as_deref().unwrap_or(""),
+                opt(j.launch_s),
+                opt(j.value),
+                opt(j.payment),
             )?;
         }
         w.flush()

@@ -15,6 +15,7 @@ use venn_core::{
     TaskCost, Time,
 };
 
+use super::admission::{AdmissionMode, AdmissionRun, AdmissionSummary};
 use super::config::{DEFAULT_REPLICAS, SimConfig};
 use super::error::SimError;
 use super::events::{EventKind, EventQueue};
@@ -43,6 +44,24 @@ struct JobRun {
     finish: Option<f64>,
     fair_share: Option<f64>,
     cost: TaskCost,
+    /// Successful rounds that complete the job (the trace's, or the real draw from
+    /// its statement of work under admission).
+    target: u32,
+    admission: Admit,
+    launch: Option<f64>,
+    value: Option<f64>,
+    payment: Option<f64>,
+}
+
+/// Where a job stands with admission control.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Admit {
+    /// Admission is off.
+    #[default]
+    Off,
+    Admitted,
+    Declined,
+    Evicted,
 }
 
 struct Engine<'a> {
@@ -54,6 +73,14 @@ struct Engine<'a> {
     rng: ChaCha8Rng,
     finished: usize,
     s: Summary,
+    adm: Option<AdmissionRun>,
+    /// Statements of work by job (admission only): (what it reports, its true value fn).
+    statements: Vec<
+        Option<(
+            venn_core::admission::StatementOfWork,
+            venn_core::admission::ValueFn,
+        )>,
+    >,
 }
 
 /// Runs one simulation; see the [module docs](super) for the semantics.
@@ -90,14 +117,34 @@ pub fn run_with_progress(
             horizon_s: horizon,
             ..Summary::default()
         },
+        adm: None,
+        statements: vec![None; input.jobs.len()],
+    };
+    let rates = if cfg.admission.is_some() {
+        eligible_rates(input, cfg.window_s)
+    } else {
+        [0.0; 9]
     };
     for (i, j) in input.jobs.iter().enumerate() {
         e.runs[i].cost = TaskCost {
             compute_s: j.row.workload_s,
             comm_s: j.row.comm_s * cfg.comm_trips,
         };
+        e.runs[i].target = j.row.rounds;
+        if let Some(a) = &cfg.admission {
+            let rate = rates.get(j.row.spec_id as usize).copied().unwrap_or(0.0);
+            let (truth, real) = a.statement(&j.row, cfg.seed, rate);
+            e.runs[i].target = real;
+            e.statements[i] = Some((a.reported(&j.row, &truth), truth.value));
+        }
         e.queue
             .push(j.row.arrival_s, EventKind::Arrival { job: i as u32 });
+    }
+    if let Some(a) = &cfg.admission {
+        // The operator's prior before any slot is observed: the trace's mean supply.
+        let per_slot = rates[0] * a.controller.slot_s;
+        e.adm = Some(AdmissionRun::new(a, per_slot)?);
+        e.queue.push(a.controller.slot_s, EventKind::Slot);
     }
     let mut replay = input.trace.replay(ReplayOptions {
         grace_s: cfg.grace_s,
@@ -148,9 +195,29 @@ pub fn run_with_progress(
     Ok(e.finish(horizon, wall))
 }
 
+/// Check-ins per second of devices eligible for each spec id (index 0: all devices) in
+/// the replayed block.
+fn eligible_rates(input: &SimInput, window_s: f64) -> [f64; 9] {
+    let mut n = [0u64; 9];
+    let block = input.trace.block(window_s).len();
+    n[0] = block as u64;
+    for i in 0..block {
+        let mask = input.devices.mask(input.devices.slot(i as u32));
+        for (spec, c) in n.iter_mut().enumerate().skip(1) {
+            if mask.contains(spec as u8) {
+                *c += 1;
+            }
+        }
+    }
+    n.map(|c| c as f64 / window_s)
+}
+
 impl Engine<'_> {
     fn check_in(&mut self, device: u64, slot: u32, now: f64, online_until: f64) {
         self.s.check_ins += 1;
+        if let Some(a) = &mut self.adm {
+            a.slot_check_ins += 1;
+        }
         let profile = self.input.devices.profile(slot);
         let Decision::Assigned { job, round } =
             self.rm.check_in(DeviceId(device), profile, Time(now))
@@ -184,19 +251,13 @@ impl Engine<'_> {
 
     fn handle(&mut self, now: f64, kind: EventKind) -> Result<(), SimError> {
         match kind {
-            EventKind::Arrival { job } => {
-                let j = job as usize;
-                let row = &self.input.jobs[j].row;
-                let spec = JobSpec::new(
-                    format!("job{}", row.idx),
-                    self.input.jobs[j].requirement.clone(),
-                )
-                .with_rounds(row.rounds)
-                .with_task_cost(self.runs[j].cost);
-                self.rm
-                    .register_job_with_id(JobId(j as u64), spec, Time(now))?;
-                self.open_round(j, now)?;
+            EventKind::Arrival { job } => self.arrive(job as usize, now)?,
+            EventKind::Launch { job } => {
+                if self.runs[job as usize].admission == Admit::Admitted {
+                    self.launch(job as usize, now)?;
+                }
             }
+            EventKind::Slot => self.close_slot(now)?,
             EventKind::Deadline { job, attempt } => {
                 let j = job as usize;
                 let run = &self.runs[j];
@@ -257,6 +318,103 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// A job arrives: with admission it states its work first.
+    fn arrive(&mut self, j: usize, now: f64) -> Result<(), SimError> {
+        let (Some(a), Some(cfg)) = (&mut self.adm, &self.cfg.admission) else {
+            return self.launch(j, now);
+        };
+        self.runs[j].admission = Admit::Admitted;
+        if cfg.mode == AdmissionMode::AdmitAll {
+            return self.launch(j, now);
+        }
+        let (sow, _) = self.statements[j].as_ref().expect("built with admission");
+        let decision = a
+            .ctl
+            .submit(JobId(j as u64), sow, Time(now))
+            .map_err(|e| SimError::Config(format!("job {}: {e}", self.input.jobs[j].row.idx)))?;
+        match decision {
+            venn_core::admission::Admission::Admitted { plan } if plan.launch_at.secs() > now => {
+                self.queue
+                    .push(plan.launch_at.secs(), EventKind::Launch { job: j as u32 });
+                Ok(())
+            }
+            venn_core::admission::Admission::Admitted { .. } => self.launch(j, now),
+            venn_core::admission::Admission::Declined { .. } => {
+                self.runs[j].admission = Admit::Declined;
+                self.finished += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// The job registers with the core and opens its first round.
+    fn launch(&mut self, j: usize, now: f64) -> Result<(), SimError> {
+        let row = &self.input.jobs[j].row;
+        let spec = JobSpec::new(
+            format!("job{}", row.idx),
+            self.input.jobs[j].requirement.clone(),
+        )
+        .with_rounds(self.runs[j].target)
+        .with_task_cost(self.runs[j].cost);
+        self.rm
+            .register_job_with_id(JobId(j as u64), spec, Time(now))?;
+        self.runs[j].launch = Some(now);
+        self.open_round(j, now)
+    }
+
+    /// An admission slot ends: evict what the controller evicts, schedule the next slot.
+    fn close_slot(&mut self, now: f64) -> Result<(), SimError> {
+        let Some(a) = &mut self.adm else {
+            return Ok(());
+        };
+        for st in a.close_slot(now) {
+            let j = st.job.0 as usize;
+            let run = &mut self.runs[j];
+            run.admission = Admit::Evicted;
+            run.open = false;
+            // Stale deadlines and results of the evicted job are ignored from now on.
+            run.attempt += 1;
+            run.value = Some(0.0);
+            run.payment = Some(st.payment);
+            self.finished += 1;
+            if self.rm.job(st.job).is_some() {
+                self.rm.remove_job(st.job, Time(now))?;
+            }
+        }
+        if self.finished < self.runs.len() {
+            let slot_s = self
+                .cfg
+                .admission
+                .as_ref()
+                .map_or(600.0, |c| c.controller.slot_s);
+            self.queue.push(now + slot_s, EventKind::Slot);
+        }
+        Ok(())
+    }
+
+    /// Value and payment of a job that completed at `now`.
+    fn settle(&mut self, j: usize, now: f64) {
+        let Some((_, value_fn)) = &self.statements[j] else {
+            return;
+        };
+        let arrival = self.input.jobs[j].row.arrival_s;
+        let settled = self
+            .adm
+            .as_mut()
+            .and_then(|a| a.ctl.finished(JobId(j as u64), Time(now)));
+        let run = &mut self.runs[j];
+        match settled {
+            Some(st) => {
+                run.value = Some(st.value);
+                run.payment = Some(st.payment);
+            }
+            None => {
+                run.value = Some(value_fn.at(now - arrival));
+                run.payment = Some(0.0);
+            }
+        }
+    }
+
     fn open_round(&mut self, j: usize, now: f64) -> Result<(), SimError> {
         let row = &self.input.jobs[j].row;
         let deadline = now + row.deadline_s;
@@ -300,11 +458,12 @@ impl Engine<'_> {
             RoundOutcome::Success => {
                 self.s.rounds_succeeded += 1;
                 run.rounds_done += 1;
-                if run.rounds_done >= self.input.jobs[j].row.rounds {
+                if run.rounds_done >= run.target {
                     run.finish = Some(now);
                     let state = self.rm.job_finished(core, Time(now))?;
                     self.runs[j].fair_share = state.fair_share_jct;
                     self.finished += 1;
+                    self.settle(j, now);
                     return Ok(());
                 }
             }
@@ -329,7 +488,8 @@ impl Engine<'_> {
                 Some(f) => f - row.arrival_s,
                 None => (horizon - row.arrival_s).max(0.0),
             };
-            if row.arrival_s <= horizon {
+            let ran = !matches!(run.admission, Admit::Declined | Admit::Evicted);
+            if row.arrival_s <= horizon && ran {
                 n += 1;
                 sum_all += jct;
                 sum_sd += run.sched_delay;
@@ -338,7 +498,7 @@ impl Engine<'_> {
             if run.finish.is_some() {
                 sum_fin += jct;
                 self.s.finished += 1;
-            } else {
+            } else if ran {
                 self.s.unfinished += 1;
             }
             jobs.push(JobRecord {
@@ -350,13 +510,56 @@ impl Engine<'_> {
                 sched_delay_s: run.sched_delay,
                 response_collection_s: run.response_collection,
                 rounds: run.rounds_done,
-                rounds_target: row.rounds,
+                rounds_target: run.target,
                 aborted_rounds: run.aborted,
                 spec_id: row.spec_id,
                 spec_name: row.spec_name.clone(),
                 demand: row.demand,
-                total_demand: u64::from(row.demand) * u64::from(row.rounds),
+                total_demand: u64::from(row.demand) * u64::from(run.target),
                 fair_share_jct_s: fair,
+                admission: match run.admission {
+                    Admit::Off => None,
+                    Admit::Admitted => Some("admitted".into()),
+                    Admit::Declined => Some("declined".into()),
+                    Admit::Evicted => Some("evicted".into()),
+                },
+                launch_s: run.launch,
+                value: self.statements[j]
+                    .as_ref()
+                    .map(|_| run.value.unwrap_or(0.0)),
+                payment: self.statements[j]
+                    .as_ref()
+                    .map(|_| run.payment.unwrap_or(0.0)),
+            });
+        }
+        if let Some(cfg) = &self.cfg.admission {
+            let count = |a: Admit| self.runs.iter().filter(|r| r.admission == a).count() as u64;
+            let (admitted, declined, evicted) = (
+                count(Admit::Admitted) + count(Admit::Evicted),
+                count(Admit::Declined),
+                count(Admit::Evicted),
+            );
+            let stats = self.adm.as_ref().map(|a| a.stats()).unwrap_or_default();
+            self.s.admission = Some(AdmissionSummary {
+                mode: cfg.mode,
+                submitted: self.runs.len() as u64,
+                admitted,
+                declined,
+                evicted,
+                completed: self.runs.iter().filter(|r| r.finish.is_some()).count() as u64,
+                welfare: self.runs.iter().filter_map(|r| r.value).sum(),
+                revenue: self.runs.iter().filter_map(|r| r.payment).sum(),
+                eviction_rate: if admitted > 0 {
+                    evicted as f64 / admitted as f64
+                } else {
+                    0.0
+                },
+                planned_utilisation: stats.utilisation(),
+                device_utilisation: if self.s.check_ins > 0 {
+                    self.s.assignments as f64 / self.s.check_ins as f64
+                } else {
+                    0.0
+                },
             });
         }
         let mean = |s: f64, k: usize| if k == 0 { 0.0 } else { s / k as f64 };

@@ -216,3 +216,25 @@ fn later_arrivals_never_change_whether_an_earlier_job_is_evicted() {
         }
     }
 }
+
+#[test]
+fn statements_too_big_for_the_platform_are_refused_or_declined() {
+    let mut c = controller();
+    // A job that alone needs 150 check-ins per slot of 100: no slot can hold it.
+    let huge = sow(1e9, 150, RoundsDist::exactly(2), 1e9);
+    match c.submit(JobId(1), &huge, Time(0.0)).unwrap() {
+        Admission::Declined { quote, .. } => assert!(quote.is_none()),
+        other => panic!("{other:?}"),
+    }
+    // A statement whose longest outcome would need millions of slots is an input error.
+    let endless = sow(1.0, 1, RoundsDist::exactly(4_000_000_000), 1e9);
+    match c.submit(JobId(2), &endless, Time(0.0)) {
+        Err(venn_core::CoreError::Invalid { field, .. }) => assert_eq!(field, "statement.rounds"),
+        other => panic!("{other:?}"),
+    }
+    let bad: Result<StatementOfWork, _> = serde_json::from_str(
+        r#"{"value": [[0, 1]], "rounds": [[1, 1]], "demand": 1, "round_s": 60, "colour": 1}"#,
+    );
+    assert!(bad.unwrap_err().to_string().contains("colour"));
+    assert_eq!(c.stats().admitted, 0);
+}

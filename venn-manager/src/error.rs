@@ -5,7 +5,9 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use serde_json::{Map, Value};
 use venn_core::CoreError;
+use venn_core::admission::Plan;
 
 /// An error answered to an API client.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +21,8 @@ pub struct AppError {
     pub message: String,
     /// The request field at fault, when one is.
     pub field: Option<String>,
+    /// More members of the `error` object (e.g. a declined job's `reason` and `quote`).
+    pub detail: Map<String, Value>,
 }
 
 #[derive(Serialize)]
@@ -32,6 +36,8 @@ struct Inner<'a> {
     message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
+    #[serde(flatten)]
+    detail: &'a Map<String, Value>,
 }
 
 impl AppError {
@@ -42,6 +48,7 @@ impl AppError {
             code,
             message: message.into(),
             field: None,
+            detail: Map::new(),
         }
     }
 
@@ -53,6 +60,7 @@ impl AppError {
             code: "invalid_field",
             message: format!("{field}: {}", message.into()),
             field: Some(field),
+            detail: Map::new(),
         }
     }
 
@@ -68,6 +76,38 @@ impl AppError {
     /// A 404.
     pub fn not_found(message: impl Into<String>) -> Self {
         AppError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// A 409 for a job the admission controller declined: `reason` in words and `quote`,
+    /// the best plan there was (`null` when no capacity is forecast).
+    pub fn declined(reason: &str, quote: Option<Plan>) -> Self {
+        let mut e = AppError::new(
+            StatusCode::CONFLICT,
+            "declined",
+            format!("declined by admission control, nothing was registered: {reason}"),
+        );
+        e.detail.insert("reason".into(), Value::from(reason));
+        e.detail.insert(
+            "quote".into(),
+            serde_json::to_value(quote).unwrap_or(Value::Null),
+        );
+        e
+    }
+
+    /// A 410 for a job the admission controller evicted at `at` (epoch seconds).
+    pub fn evicted(job: u64, at: Option<f64>) -> Self {
+        let mut e = AppError::new(
+            StatusCode::GONE,
+            "evicted",
+            format!(
+                "job {job} was evicted by admission control: the devices that checked in fell \
+                 short of the admitted jobs' usage, and the most recently admitted running jobs \
+                 leave first; register it again"
+            ),
+        );
+        e.detail
+            .insert("evicted_at".into(), at.map_or(Value::Null, Value::from));
+        e
     }
 
     /// A 500 that hides internals from the client but logs them.
@@ -113,6 +153,7 @@ impl IntoResponse for AppError {
                 code: self.code,
                 message: &self.message,
                 field: self.field.as_deref(),
+                detail: &self.detail,
             },
         };
         (self.status, Json(body)).into_response()

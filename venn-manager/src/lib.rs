@@ -10,9 +10,12 @@
 //! - [`service`]: the domain logic behind the handlers: core + store in one critical
 //!   section, leases, the deadline sweeper, restart recovery.
 //! - [`store`]: the SQLite schema and queries; [`metrics`]: Prometheus rendering.
+//! - [`admission`]: the optional posted-price admission controller on the wall clock
+//!   (capacity forecast, slot bookkeeping, evictions).
 //! - [`clock`], [`settings`]: time source and knobs.
 //! - [`server`]: serving with background sweeps and graceful shutdown.
 
+pub mod admission;
 pub mod api;
 pub mod clock;
 pub mod dto;

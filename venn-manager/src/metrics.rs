@@ -44,6 +44,11 @@ impl Metrics {
 
     /// Renders the metrics plus the given gauges (name, help, labelled values).
     pub fn render(&self, gauges: &[Gauge<'_>]) -> String {
+        self.render_with(&[], gauges)
+    }
+
+    /// Renders the metrics plus more counters and gauges (name, help, labelled values).
+    pub fn render_with(&self, more_counters: &[Gauge<'_>], gauges: &[Gauge<'_>]) -> String {
         let mut out = String::new();
         let counters = [
             (
@@ -111,10 +116,12 @@ impl Metrics {
             self.latency_sum_ns.load(Relaxed) as f64 / 1e9
         );
         let _ = writeln!(out, "{name}_count {cum}");
-        for (name, help, values) in gauges {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-            for (labels, v) in values {
-                let _ = writeln!(out, "{name}{labels} {v}");
+        for (kind, list) in [("counter", more_counters), ("gauge", gauges)] {
+            for (name, help, values) in list {
+                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+                for (labels, v) in values {
+                    let _ = writeln!(out, "{name}{labels} {v}");
+                }
             }
         }
         out

@@ -1,5 +1,6 @@
-//! Serving: the router on a listener, a background task that sweeps leases and flushes
-//! check-in counts every second, and graceful shutdown that flushes before exit.
+//! Serving: the router on a listener, a background task that sweeps leases, flushes
+//! check-in counts and (with admission control) refreshes the capacity forecast and
+//! closes admission slots every second, and graceful shutdown that flushes before exit.
 
 use crate::api::router;
 use crate::service::Manager;
@@ -24,6 +25,9 @@ pub async fn serve(
             }
             if let Err(e) = bg.flush_checkins() {
                 tracing::error!(error = %e, "check-in flush failed");
+            }
+            if let Err(e) = bg.tick_admission() {
+                tracing::error!(error = %e, "admission tick failed");
             }
         }
     });

@@ -1,7 +1,14 @@
 //! The manager's domain logic, independent of HTTP: one `ResourceManager` from
 //! `venn-core` driven on the wall clock, with every accepted input persisted to SQLite in
 //! the same critical section, leases, the deadline sweeper, and restart recovery.
+//!
+//! With admission control on ([`Settings::admission`]) registration goes through the
+//! [`AdmissionController`](venn_core::admission::AdmissionController) in the same critical
+//! section: an admitted job is registered and held until its plan's launch, a declined
+//! one is not registered at all; the ticker closes slots and evicts
+//! ([`Manager::tick_admission`]); finishing a job settles it and cancelling withdraws it.
 
+use crate::admission::{AdmissionReport, AdmissionState, check_statement};
 use crate::clock::Clock;
 use crate::dto::*;
 use crate::error::AppError;
@@ -14,6 +21,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
+use venn_core::admission::{Admission, AdmissionParams, Plan, StatementOfWork};
 use venn_core::job::{TaskRecord, TaskSample, TaskState};
 use venn_core::restore::{JobProgress, RestoredRound};
 use venn_core::*;
@@ -26,6 +34,8 @@ struct JobMeta {
     model_size_bytes: u64,
     /// Round number and attempt of the latest submitted round.
     last: Option<(u32, u32)>,
+    /// The plan admission control admitted the job with, if it did.
+    plan: Option<Plan>,
 }
 
 /// An outstanding task (assigned or acknowledged).
@@ -44,6 +54,8 @@ struct Inner {
     tasks: HashMap<String, TaskMeta>,
     next_job_id: u64,
     checkin_buf: HashMap<(i64, String), u32>,
+    /// Admission control, when switched on.
+    admission: Option<AdmissionState>,
 }
 
 /// The live resource manager.
@@ -71,6 +83,9 @@ impl Manager {
     /// Opens the manager on the database at `db` (created if missing) and restores every
     /// active job, open round, outstanding task and the recent check-in history.
     pub fn open(settings: Settings, db: &Path, clock: Clock) -> anyhow::Result<Manager> {
+        if let Some(p) = &settings.admission {
+            p.validate()?;
+        }
         let store = Store::open(db)?;
         if let Some(p) = store.meta("policy")?
             && p != settings.policy
@@ -94,12 +109,15 @@ impl Manager {
             tasks: HashMap::new(),
             next_job_id: snap.max_job_id.map_or(0, |m| m + 1),
             checkin_buf: HashMap::new(),
+            admission: None,
         };
-        let restored = inner.restore(snap, bucket_len, now)?;
+        let restored = inner.restore(snap, bucket_len, settings.admission, now)?;
         tracing::info!(
             jobs = restored.0,
             open_rounds = restored.1,
             tasks = restored.2,
+            admitted = restored.3,
+            admission = settings.admission.is_some(),
             "state restored"
         );
         Ok(Manager {
@@ -126,8 +144,21 @@ impl Manager {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a job.
+    /// Registers a job without a statement of work (see [`Manager::register_job_with`]).
     pub fn register_job(&self, req: RegisterJob) -> Result<Registered, AppError> {
+        self.register_job_with(req, None)
+    }
+
+    /// Registers a job (`POST /v1/jobs`). With admission control off the statement of
+    /// work is ignored. With it on the statement is required (422 naming `statement`
+    /// otherwise, or the statement's bad field) and the controller decides: an admitted
+    /// job is registered, held until its plan's launch, and answered with the plan; a
+    /// declined job is not registered and gets a 409 with the reason and the quote.
+    pub fn register_job_with(
+        &self,
+        req: RegisterJob,
+        statement: Option<StatementOfWork>,
+    ) -> Result<Registered, AppError> {
         if req.name.trim().is_empty() {
             return Err(AppError::field("name", "must not be empty"));
         }
@@ -140,14 +171,57 @@ impl Manager {
                 "must be an http:// or https:// URL",
             ));
         }
+        let statement = match (self.settings.admission.as_ref(), statement) {
+            (None, s) => {
+                if s.is_some() {
+                    tracing::debug!(name = %req.name, "statement of work ignored: admission control is off");
+                }
+                None
+            }
+            (Some(_), None) => {
+                return Err(AppError::field(
+                    "statement",
+                    "required while admission control is on: {value, rounds, demand, round_s}",
+                ));
+            }
+            (Some(params), Some(s)) => {
+                s.validate()?;
+                check_statement(&s, params)?;
+                Some(s)
+            }
+        };
         let now = self.clock.now();
         let mut spec = JobSpec::new(req.name, req.requirement).with_rounds(req.rounds);
         if let Some(c) = req.task_cost {
             spec = spec.with_task_cost(c);
         }
-        let mut g = self.lock();
+        let mut guard = self.lock();
+        let g = &mut *guard;
         let id = JobId(g.next_job_id);
         g.core.register_job_with_id(id, spec.clone(), now)?;
+        let admitted = match (g.admission.as_mut(), &statement) {
+            (Some(adm), Some(sow)) => match adm.controller_mut().submit(id, sow, now) {
+                Ok(Admission::Admitted { plan }) => {
+                    if let Err(e) = g.core.hold_job(id, plan.launch_at) {
+                        adm.controller_mut().withdraw(id, now);
+                        let _ = g.core.remove_job(id, now);
+                        return Err(e.into());
+                    }
+                    let a = adm.admitted(id.0).cloned().expect("just admitted");
+                    Some(a)
+                }
+                Ok(Admission::Declined { quote, reason }) => {
+                    let _ = g.core.remove_job(id, now);
+                    tracing::info!(name = %spec.name, %reason, ?quote, "job declined by admission control");
+                    return Err(AppError::declined(&reason, quote));
+                }
+                Err(e) => {
+                    let _ = g.core.remove_job(id, now);
+                    return Err(e.into());
+                }
+            },
+            _ => None,
+        };
         let stored = StoredJob {
             id: id.0,
             spec,
@@ -159,30 +233,48 @@ impl Manager {
             rounds_done: 0,
             next_round: 0,
         };
-        if let Err(e) = g.store.insert_job(&stored) {
+        let saved = match (&admitted, &statement) {
+            (Some(a), Some(sow)) => g.store.insert_admitted_job(&stored, a, sow),
+            _ => g.store.insert_job(&stored),
+        };
+        if let Err(e) = saved {
+            if let Some(adm) = g.admission.as_mut().filter(|_| admitted.is_some()) {
+                // Counted as withdrawn in the controller's totals; its commitment is undone.
+                adm.controller_mut().withdraw(id, now);
+            }
             let _ = g.core.remove_job(id, now);
             return Err(e.into());
         }
         g.next_job_id += 1;
+        let plan = admitted.map(|a| a.plan);
         let meta = JobMeta {
             token: stored.token.clone(),
             plan_url: stored.plan_url,
             model_size_bytes: stored.model_size_bytes,
             last: None,
+            plan,
         };
         g.jobs.insert(id.0, meta);
-        tracing::info!(job = id.0, name = %stored.spec.name, "job registered");
+        match plan {
+            Some(p) => tracing::info!(
+                job = id.0,
+                name = %stored.spec.name,
+                launch_at = p.launch_at.secs(),
+                expected_value = p.expected_value,
+                expected_price = p.expected_price,
+                "job admitted and registered"
+            ),
+            None => tracing::info!(job = id.0, name = %stored.spec.name, "job registered"),
+        }
         Ok(Registered {
             job_id: id.0,
             token: stored.token,
+            plan,
         })
     }
 
     fn authorize(g: &Inner, job: u64, token: Option<&str>) -> Result<(), AppError> {
-        let meta = g
-            .jobs
-            .get(&job)
-            .ok_or_else(|| AppError::not_found(format!("unknown job {job}")))?;
+        let meta = g.jobs.get(&job).ok_or_else(|| g.missing(job))?;
         match token {
             Some(t) if t == meta.token => Ok(()),
             _ => Err(AppError::unauthorized("job token")),
@@ -239,10 +331,7 @@ impl Manager {
     pub fn round_status(&self, job: u64, round: u32) -> Result<RoundStatus, AppError> {
         let now = self.clock.now();
         let g = self.lock();
-        let state = g
-            .core
-            .job(JobId(job))
-            .ok_or_else(|| AppError::not_found(format!("unknown job {job}")))?;
+        let state = g.core.job(JobId(job)).ok_or_else(|| g.missing(job))?;
         if let Some(r) = state.round(RoundId(round)) {
             return Ok(RoundStatus {
                 round,
@@ -322,6 +411,22 @@ impl Manager {
         g.jobs.remove(&job);
         g.tasks.retain(|_, t| t.job != id);
         tracing::info!(job, finished, "job ended");
+        if let Some(adm) = g.admission.as_mut() {
+            let ctl = adm.controller_mut();
+            let settled = if finished {
+                ctl.finished(id, now)
+            } else {
+                ctl.withdraw(id, now)
+            };
+            if let Some(s) = settled {
+                tracing::info!(
+                    job,
+                    value = s.value,
+                    payment = s.payment,
+                    "admitted job settled"
+                );
+            }
+        }
         Ok(())
     }
 
@@ -349,6 +454,9 @@ impl Manager {
         let profile_key = serde_json::to_string(p).map_err(AppError::internal)?;
         self.metrics.checkins.fetch_add(1, Relaxed);
         let mut g = self.lock();
+        if let Some(adm) = g.admission.as_mut() {
+            adm.count_check_in(now);
+        }
         let t0 = Instant::now();
         let decision = g.core.check_in(DeviceId(req.device_id), p, now);
         self.metrics.observe_decision(t0.elapsed().as_secs_f64());
@@ -491,6 +599,51 @@ impl Manager {
         Ok((expired.len(), late.len()))
     }
 
+    /// Admission control's share of the 1 s ticker: refreshes the capacity forecast from
+    /// the supply estimate, closes every slot that ended with the check-ins seen in it,
+    /// and evicts what the controller evicts (removed from the core, `evicted` in the
+    /// store; later calls about the job get 410). Returns the evicted job ids; does
+    /// nothing with admission control off.
+    pub fn tick_admission(&self) -> Result<Vec<u64>, AppError> {
+        let now = self.clock.now();
+        let mut guard = self.lock();
+        let g = &mut *guard;
+        let Some(adm) = g.admission.as_mut() else {
+            return Ok(Vec::new());
+        };
+        adm.refresh_forecast(&g.core, now);
+        let evicted = adm.close_slots(now);
+        let mut first_err = None;
+        for s in &evicted {
+            if let Err(e) = g.evict(s.job, now) {
+                first_err.get_or_insert(e);
+            }
+        }
+        drop(guard);
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(evicted.iter().map(|s| s.job.0).collect()),
+        }
+    }
+
+    /// Admission control's state for `/v1/status` and `/metrics` (`None` when off).
+    pub fn admission_report(&self) -> Option<AdmissionReport> {
+        let now = self.clock.now();
+        let g = self.lock();
+        let active = g.jobs.values().filter(|m| m.plan.is_some()).count();
+        g.admission.as_ref().map(|a| a.report(now, active))
+    }
+
+    /// The plan a live job was admitted with.
+    pub fn admission_plan(&self, job: u64) -> Option<Plan> {
+        self.lock().jobs.get(&job).and_then(|m| m.plan)
+    }
+
+    /// The error for a job that is not live: 410 if admission control evicted it, else 404.
+    pub fn missing_job(&self, job: u64) -> AppError {
+        self.lock().missing(job)
+    }
+
     /// Writes buffered check-in counts to the store and prunes old buckets.
     pub fn flush_checkins(&self) -> Result<usize, AppError> {
         let now = self.clock.now();
@@ -521,6 +674,28 @@ impl Manager {
 }
 
 impl Inner {
+    /// 410 for an evicted job, 404 for any other job that is not live.
+    fn missing(&self, job: u64) -> AppError {
+        match self.store.job_state(job) {
+            Ok(Some((state, at))) if state == "evicted" => AppError::evicted(job, at),
+            Ok(_) => AppError::not_found(format!("unknown job {job}")),
+            Err(e) => e.into(),
+        }
+    }
+
+    /// Removes a job the admission controller evicted (it already forgot the job).
+    fn evict(&mut self, job: JobId, now: Time) -> Result<(), AppError> {
+        let _ = self.core.remove_job(job, now);
+        self.jobs.remove(&job.0);
+        self.tasks.retain(|_, t| t.job != job);
+        tracing::warn!(
+            job = job.0,
+            "job evicted by admission control: realised capacity fell short (last admitted, first out)"
+        );
+        self.store.end_job(job.0, "evicted", now)?;
+        Ok(())
+    }
+
     fn close(
         &mut self,
         job: JobId,
@@ -553,17 +728,22 @@ impl Inner {
 
     fn restore(
         &mut self,
-        snap: Snapshot,
+        mut snap: Snapshot,
         bucket_len: f64,
+        admission: Option<AdmissionParams>,
         now: Time,
-    ) -> anyhow::Result<(usize, usize, usize)> {
+    ) -> anyhow::Result<(usize, usize, usize, usize)> {
         for (bucket, profile, count) in &snap.checkins {
             let p: DeviceProfile = serde_json::from_str(profile)?;
             self.core
                 .observe_supply(&p, Time((*bucket as f64 + 0.5) * bucket_len), *count);
         }
+        if let Some(params) = admission {
+            self.admission = Some(AdmissionState::new(params, &self.core, now)?);
+        }
         let mut open_rounds = 0;
         let mut outstanding = 0;
+        let mut admitted = 0;
         for j in snap.jobs {
             let rounds: Vec<_> = snap.rounds.iter().filter(|r| r.job_id == j.id).collect();
             let tasks: Vec<&StoredTask> = snap.tasks.iter().filter(|t| t.job_id == j.id).collect();
@@ -645,6 +825,23 @@ impl Inner {
                     outstanding += 1;
                 }
             }
+            let plan = match (self.admission.as_mut(), snap.admissions.remove(&j.id)) {
+                (Some(adm), Some(a)) => {
+                    let plan = a.plan;
+                    adm.controller_mut().restore(id, a, now)?;
+                    self.core.hold_job(id, plan.launch_at)?;
+                    admitted += 1;
+                    Some(plan)
+                }
+                (None, Some(_)) => {
+                    tracing::warn!(
+                        job = j.id,
+                        "admitted job restored with admission control off: it is no longer held"
+                    );
+                    None
+                }
+                (_, None) => None,
+            };
             self.jobs.insert(
                 j.id,
                 JobMeta {
@@ -652,10 +849,11 @@ impl Inner {
                     plan_url: j.plan_url,
                     model_size_bytes: j.model_size_bytes,
                     last,
+                    plan,
                 },
             );
         }
-        Ok((self.jobs.len(), open_rounds, outstanding))
+        Ok((self.jobs.len(), open_rounds, outstanding, admitted))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Manager settings (CLI flags map onto these).
 
 use serde::{Deserialize, Serialize};
+use venn_core::admission::AdmissionParams;
 use venn_core::{PolicyParams, SupplyConfig};
 
 /// How the manager schedules and paces.
@@ -22,6 +23,11 @@ pub struct Settings {
     pub round_grace_s: f64,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Posted-price admission control (see [`crate::admission`]): `None` (the default)
+    /// registers every job as before; `Some` makes a statement of work mandatory at
+    /// registration and admits, holds, declines or evicts jobs by it.
+    #[serde(default)]
+    pub admission: Option<AdmissionParams>,
 }
 
 impl Default for Settings {
@@ -35,6 +41,7 @@ impl Default for Settings {
             lease_grace_s: 30.0,
             round_grace_s: 60.0,
             max_body_bytes: 64 * 1024,
+            admission: None,
         }
     }
 }

@@ -7,14 +7,22 @@
 //! power loss can drop the last transactions. Check-ins that assign nothing are counted
 //! in memory and flushed every second: a crash loses at most a second of supply history,
 //! an estimate, never accepted work.
+//!
+//! With admission control, an admitted job's [`AdmittedJob`] (its plan, prices and
+//! expected usage) and statement of work live in `admissions`, written in the same
+//! transaction as the job row; an evicted job keeps its row with state `evicted`.
+//! Schema changes are additive (`CREATE TABLE IF NOT EXISTS`), so a database written by
+//! an older manager opens unchanged and simply has no admitted jobs.
 
 use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::HashMap;
 use std::path::Path;
+use venn_core::admission::{AdmittedJob, StatementOfWork};
 use venn_core::job::TaskState;
 use venn_core::{JobSpec, RoundOutcome, RoundRequest, Time};
 
-/// Schema version written to `meta`.
-const SCHEMA_VERSION: &str = "1";
+/// Schema version written to `meta` (2: `admissions`).
+const SCHEMA_VERSION: &str = "2";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -37,6 +45,8 @@ CREATE INDEX IF NOT EXISTS tasks_by_round ON tasks(job_id, round, attempt);
 CREATE TABLE IF NOT EXISTS checkins(
   bucket INTEGER NOT NULL, profile TEXT NOT NULL, count INTEGER NOT NULL,
   PRIMARY KEY(bucket, profile));
+CREATE TABLE IF NOT EXISTS admissions(
+  job_id INTEGER PRIMARY KEY, admitted TEXT NOT NULL, statement TEXT NOT NULL);
 ";
 
 /// A job row.
@@ -54,7 +64,7 @@ pub struct StoredJob {
     pub model_size_bytes: u64,
     /// Registration time.
     pub registered_at: f64,
-    /// `active`, `finished` or `removed`.
+    /// `active`, `finished`, `removed` or `evicted`.
     pub state: String,
     /// Successful rounds.
     pub rounds_done: u32,
@@ -121,6 +131,8 @@ pub struct Snapshot {
     pub tasks: Vec<StoredTask>,
     /// Check-in counts: (bucket, profile JSON, count).
     pub checkins: Vec<(i64, String, u32)>,
+    /// Admitted jobs among the active ones, by job id.
+    pub admissions: HashMap<u64, AdmittedJob>,
     /// Largest job id ever used.
     pub max_job_id: Option<u64>,
 }
@@ -161,6 +173,22 @@ fn json_err(e: serde_json::Error) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(Box::new(e))
 }
 
+fn json_col<T: serde::de::DeserializeOwned>(col: usize, text: &str) -> rusqlite::Result<T> {
+    serde_json::from_str(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn insert_job_row(conn: &Connection, j: &StoredJob) -> rusqlite::Result<()> {
+    let spec = serde_json::to_string(&j.spec).map_err(json_err)?;
+    conn.execute(
+        "INSERT INTO jobs(id, name, spec, token, plan_url, model_size_bytes, registered_at, state, rounds_done, next_round)
+         VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![j.id as i64, j.spec.name, spec, j.token, j.plan_url, j.model_size_bytes as i64, j.registered_at, j.state, j.rounds_done, j.next_round],
+    )?;
+    Ok(())
+}
+
 impl Store {
     /// Opens (or creates) the database at `path`; `:memory:` gives a throwaway store.
     pub fn open(path: &Path) -> rusqlite::Result<Store> {
@@ -169,7 +197,8 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
         conn.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?1)",
+            "INSERT INTO meta(key, value) VALUES('schema_version', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
             params![SCHEMA_VERSION],
         )?;
         Ok(Store { conn })
@@ -195,16 +224,40 @@ impl Store {
 
     /// Inserts a new job.
     pub fn insert_job(&self, j: &StoredJob) -> rusqlite::Result<()> {
-        let spec = serde_json::to_string(&j.spec).map_err(json_err)?;
-        self.conn.execute(
-            "INSERT INTO jobs(id, name, spec, token, plan_url, model_size_bytes, registered_at, state, rounds_done, next_round)
-             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![j.id as i64, j.spec.name, spec, j.token, j.plan_url, j.model_size_bytes as i64, j.registered_at, j.state, j.rounds_done, j.next_round],
-        )?;
-        Ok(())
+        insert_job_row(&self.conn, j)
     }
 
-    /// Records a job's end (`finished` or `removed`).
+    /// Inserts a new job the admission controller admitted, with its admission record and
+    /// statement of work, in one transaction.
+    pub fn insert_admitted_job(
+        &mut self,
+        j: &StoredJob,
+        admitted: &AdmittedJob,
+        statement: &StatementOfWork,
+    ) -> rusqlite::Result<()> {
+        let a = serde_json::to_string(admitted).map_err(json_err)?;
+        let sow = serde_json::to_string(statement).map_err(json_err)?;
+        let tx = self.conn.transaction()?;
+        insert_job_row(&tx, j)?;
+        tx.execute(
+            "INSERT INTO admissions(job_id, admitted, statement) VALUES(?1, ?2, ?3)",
+            params![j.id as i64, a, sow],
+        )?;
+        tx.commit()
+    }
+
+    /// A job's state and end time, if the job was ever registered.
+    pub fn job_state(&self, id: u64) -> rusqlite::Result<Option<(String, Option<f64>)>> {
+        self.conn
+            .query_row(
+                "SELECT state, finished_at FROM jobs WHERE id = ?1",
+                params![id as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+    }
+
+    /// Records a job's end (`finished`, `removed` or `evicted`).
     pub fn end_job(&self, id: u64, state: &str, at: Time) -> rusqlite::Result<()> {
         self.conn.execute(
             "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1",
@@ -319,13 +372,7 @@ impl Store {
             let spec: String = r.get(1)?;
             Ok(StoredJob {
                 id: r.get::<_, i64>(0)? as u64,
-                spec: serde_json::from_str(&spec).map_err(|e| {
-                    rusqlite::Error::FromSqlConversionFailure(
-                        1,
-                        rusqlite::types::Type::Text,
-                        Box::new(e),
-                    )
-                })?,
+                spec: json_col(1, &spec)?,
                 token: r.get(2)?,
                 plan_url: r.get(3)?,
                 model_size_bytes: r.get::<_, i64>(4)? as u64,
@@ -404,6 +451,18 @@ impl Store {
         })?;
         for c in rows {
             snap.checkins.push(c?);
+        }
+        let mut st = self.conn.prepare(
+            "SELECT a.job_id, a.admitted FROM admissions a JOIN jobs j ON j.id = a.job_id
+             WHERE j.state = 'active'",
+        )?;
+        let rows = st.query_map([], |r| {
+            let a: String = r.get(1)?;
+            Ok((r.get::<_, i64>(0)? as u64, json_col::<AdmittedJob>(1, &a)?))
+        })?;
+        for a in rows {
+            let (id, a) = a?;
+            snap.admissions.insert(id, a);
         }
         Ok(snap)
     }

@@ -1,6 +1,6 @@
 //! Property test of the API surface: arbitrary methods, paths and bodies (including
-//! near-valid JSON) never make the service panic or answer 5xx, and every error body is
-//! JSON with an error code.
+//! near-valid JSON, and statements of work with admission control on) never make the
+//! service panic or answer 5xx, and every error body is JSON with an error code.
 
 mod common;
 
@@ -55,6 +55,63 @@ proptest! {
                 }
                 clock.advance(1.0);
                 prop_assert!(m.sweep().is_ok());
+            }
+            Ok(())
+        })?;
+    }
+}
+
+fn statement() -> impl Strategy<Value = String> {
+    prop_oneof![valid_statement(), any_statement()]
+}
+
+/// Statements the controller plans for (and admits or declines).
+fn valid_statement() -> impl Strategy<Value = String> {
+    (1.0f64..1000.0, 1u32..10, 1u32..50, 30.0f64..120.0).prop_map(|(v, r, d, s)| {
+        format!(r#"{{"value":[[0,{v}],[900,0]],"rounds":[[{r},1]],"demand":{d},"round_s":{s}}}"#)
+    })
+}
+
+/// Statements of every shape, mostly invalid.
+fn any_statement() -> impl Strategy<Value = String> {
+    (
+        any::<f64>(),
+        prop::collection::vec((0u32..100, 0.0f64..1.0), 0..4),
+        any::<i64>(),
+        any::<f64>(),
+        prop::option::of(any::<f64>()),
+    )
+        .prop_map(|(v, rounds, demand, round_s, wait)| {
+            let rounds: Vec<String> = rounds.iter().map(|(r, p)| format!("[{r},{p}]")).collect();
+            let wait = wait.map_or(String::new(), |w| format!(r#","max_wait_s":{w}"#));
+            format!(
+                r#"{{"value":[[0,{v}],[600,0]],"rounds":[{}],"demand":{demand},"round_s":{round_s}{wait}}}"#,
+                rounds.join(",")
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+    /// The same with admission control on: statements of every shape, check-ins, and the
+    /// ticker closing slots (which may evict) as the clock runs.
+    #[test]
+    fn with_admission_no_request_panics_or_errors_with_5xx(reqs in prop::collection::vec((prop::sample::select(vec!["GET", "POST", "DELETE"]), path(), prop_oneof![body(), statement().prop_map(|s| Some(job_with_statement("s", &s)))], 0.0f64..90.0), 1..25)) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (m, clock, _db) = manager_with(&format!("fuzz-adm-{}", rand_suffix()), admission_settings());
+            let app = router(m.clone());
+            for d in 0..20 {
+                call(&app, "POST", "/v1/check-in", None, Some(&checkin_body(d, 1.0))).await;
+            }
+            for (method, uri, body, dt) in reqs {
+                let (s, v) = call(&app, method, &uri, None, body.as_deref()).await;
+                prop_assert!(!s.is_server_error(), "{} {} -> {} {}", method, uri, s, v);
+                if s.is_client_error() && s != axum::http::StatusCode::METHOD_NOT_ALLOWED {
+                    prop_assert!(v["error"]["code"].is_string(), "{} {} -> {} {}", method, uri, s, v);
+                }
+                clock.advance(dt);
+                prop_assert!(m.tick_admission().is_ok());
             }
             Ok(())
         })?;

@@ -187,6 +187,10 @@ impl AdmissionStats {
     }
 }
 
+/// Longest plan, in slots, the controller keeps per job (about 2.5 years of 10-minute
+/// slots): the bound on what one statement can make it allocate.
+pub const MAX_PLAN_SLOTS: usize = 1 << 17;
+
 /// Posted-price admission with LIFO eviction. Sans-IO: time and capacity come in as
 /// arguments.
 #[derive(Clone, Debug)]
@@ -252,6 +256,20 @@ impl AdmissionController {
         self.jobs.get(&job)
     }
 
+    /// Validates `sow` and checks that its longest outcome fits [`MAX_PLAN_SLOTS`].
+    fn check(&self, sow: &StatementOfWork) -> Result<(), CoreError> {
+        sow.validate()?;
+        let longest = sow.rounds.0.iter().map(|(r, _)| *r).max().unwrap_or(1);
+        let slots = (longest as f64 * sow.round_s / self.params.slot_s).ceil();
+        if slots > MAX_PLAN_SLOTS as f64 {
+            return Err(CoreError::invalid(
+                "statement.rounds",
+                format!("the longest outcome spans {slots} slots, more than {MAX_PLAN_SLOTS}"),
+            ));
+        }
+        Ok(())
+    }
+
     fn shape(&self, sow: &StatementOfWork) -> Shape {
         let slot_s = self.params.slot_s;
         let usage = sow.demand as f64 * slot_s / sow.round_s;
@@ -277,9 +295,10 @@ impl AdmissionController {
     }
 
     /// The plan that maximises expected value minus expected price for `sow` arriving at
-    /// `now`, without committing it. `None` when no slot in reach has capacity.
+    /// `now`, without committing it. `None` when no launch slot in reach has capacity,
+    /// or planned capacity at least the job's own usage per slot.
     pub fn quote(&self, sow: &StatementOfWork, now: Time) -> Result<Option<Plan>, CoreError> {
-        sow.validate()?;
+        self.check(sow)?;
         Ok(self.best(sow, &self.shape(sow), now).map(|(p, _)| p))
     }
 
@@ -292,6 +311,11 @@ impl AdmissionController {
         let last = self.slot_of(now + wait);
         let mut best: Option<(Plan, u64)> = None;
         for s in cur..=last {
+            // A job that alone would use more than the planned capacity of a slot it
+            // must occupy cannot run there, whatever the price.
+            if self.book.planned_capacity(s) < shape.usage {
+                continue;
+            }
             let start = Time((s as f64 * self.params.slot_s).max(now.secs()));
             let expected_value: f64 = shape
                 .outcomes
@@ -328,7 +352,7 @@ impl AdmissionController {
         sow: &StatementOfWork,
         now: Time,
     ) -> Result<Admission, CoreError> {
-        sow.validate()?;
+        self.check(sow)?;
         if self.jobs.contains_key(&job) {
             return Err(CoreError::DuplicateJob(job));
         }

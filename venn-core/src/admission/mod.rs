@@ -33,4 +33,4 @@ pub use controller::{
     Admission, AdmissionController, AdmissionParams, AdmissionStats, AdmittedJob, Plan, Settlement,
 };
 pub use prices::{CapacityForecast, PriceBook};
-pub use statement::{RoundsDist, StatementOfWork, ValueFn};
+pub use statement::{MAX_POINTS, RoundsDist, StatementOfWork, ValueFn};

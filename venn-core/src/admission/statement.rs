@@ -147,8 +147,12 @@ impl RoundsDist {
     }
 }
 
+/// Most points a value function and most outcomes a rounds distribution may have.
+pub const MAX_POINTS: usize = 256;
+
 /// What a job tells the admission controller when it arrives.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StatementOfWork {
     /// Value of completion over time since submission.
     pub value: ValueFn,

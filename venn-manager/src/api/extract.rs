@@ -48,6 +48,7 @@ fn json_rejection(rej: JsonRejection) -> AppError {
         code,
         message: text,
         field,
+        detail: Default::default(),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::AppState;
 use super::extract::{ApiJson, ApiPath};
-use crate::dto::{RegisterJob, Registered};
+use crate::dto::{JobRegistration, Registered};
 use crate::error::AppError;
 use crate::service::bearer;
 use axum::Json;
@@ -15,12 +15,17 @@ pub(super) fn job_token(h: &HeaderMap) -> Option<&str> {
     bearer(h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()))
 }
 
-/// `POST /v1/jobs`.
+/// `POST /v1/jobs`: 201 with `{job_id, token}` (and `plan` when admission control
+/// admitted the job); with admission control, 409 `declined` with the quote.
 pub async fn register(
     State(m): State<AppState>,
-    ApiJson(req): ApiJson<RegisterJob>,
+    ApiJson(req): ApiJson<JobRegistration>,
 ) -> Result<(StatusCode, Json<Registered>), AppError> {
-    Ok((StatusCode::CREATED, Json(m.register_job(req)?)))
+    let (job, statement) = req.split();
+    Ok((
+        StatusCode::CREATED,
+        Json(m.register_job_with(job, statement)?),
+    ))
 }
 
 /// `GET /v1/jobs/{id}`.
@@ -28,14 +33,13 @@ pub async fn show(
     State(m): State<AppState>,
     ApiPath(id): ApiPath<u64>,
 ) -> Result<Json<Value>, AppError> {
-    let (plan_url, model) = m
-        .job_info(id)
-        .ok_or_else(|| AppError::not_found(format!("unknown job {id}")))?;
+    let (plan_url, model) = m.job_info(id).ok_or_else(|| m.missing_job(id))?;
+    let plan = m.admission_plan(id);
     m.with_core(|core, now| {
         let j = core
             .job(venn_core::JobId(id))
             .ok_or_else(|| AppError::not_found(format!("unknown job {id}")))?;
-        Ok(Json(json!({
+        let mut v = json!({
             "job_id": id,
             "name": j.spec.name,
             "group": j.group.0,
@@ -48,7 +52,12 @@ pub async fn show(
                 "finished": r.finished, "failed": r.failed,
                 "waiting_s": now.since(r.submitted_at),
             })),
-        })))
+        });
+        if let Some(p) = plan {
+            v["plan"] = json!(p);
+            v["held"] = json!(now < j.hold_until);
+        }
+        Ok(Json(v))
     })
 }
 

@@ -2,8 +2,8 @@
 //!
 //! | method & path | who | what |
 //! |---|---|---|
-//! | `POST /v1/jobs` | job | register → `{job_id, token}` |
-//! | `GET /v1/jobs/{id}` | anyone | job status |
+//! | `POST /v1/jobs` | job | register (+ `statement` with admission control) → `{job_id, token, plan?}`; 409 `declined` with the quote |
+//! | `GET /v1/jobs/{id}` | anyone | job status (+ `plan`, `held` when admitted; 410 once evicted) |
 //! | `POST /v1/jobs/{id}/rounds` | job (bearer) | submit a round request |
 //! | `GET /v1/jobs/{id}/rounds/{round}` | anyone | round status |
 //! | `POST /v1/jobs/{id}/rounds/{round}/close` | job (bearer) | close: success or abort |

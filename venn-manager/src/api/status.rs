@@ -1,7 +1,10 @@
-//! `/v1/status` (jobs, queues, groups, supply per region) and `/metrics` (Prometheus).
+//! `/v1/status` (jobs, queues, groups, supply per region, admission control) and
+//! `/metrics` (Prometheus).
 
 use super::AppState;
+use crate::admission::AdmissionReport;
 use crate::error::AppError;
+use crate::metrics::Gauge;
 use axum::Json;
 use axum::extract::State;
 use axum::http::header;
@@ -11,6 +14,7 @@ use serde_json::{Value, json};
 /// `GET /v1/status`.
 pub async fn status(State(m): State<AppState>) -> Json<Value> {
     let policy = m.settings().policy.clone();
+    let admission = m.admission_report();
     Json(m.with_core(|core, now| {
         let mut jobs: Vec<Value> = core
             .jobs()
@@ -44,7 +48,7 @@ pub async fn status(State(m): State<AppState>) -> Json<Value> {
             .collect();
         json!({
             "policy": policy, "now": now.secs(), "jobs": jobs, "groups": groups,
-            "regions": regions, "counters": core.counters(),
+            "regions": regions, "counters": core.counters(), "admission": admission,
         })
     }))
 }
@@ -77,10 +81,72 @@ pub async fn metrics(State(m): State<AppState>) -> impl IntoResponse {
             ),
         ]
     });
+    let (counters, gauges) = match m.admission_report() {
+        Some(a) => admission_metrics(&a, gauges),
+        None => (Vec::new(), gauges),
+    };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        m.metrics.render(&gauges),
+        m.metrics.render_with(&counters, &gauges),
     )
+}
+
+/// Admission control's counters and gauges, appended to `gauges`.
+fn admission_metrics<'a>(
+    a: &AdmissionReport,
+    mut gauges: Vec<Gauge<'a>>,
+) -> (Vec<Gauge<'a>>, Vec<Gauge<'a>>) {
+    let one = |v: f64| vec![(String::new(), v)];
+    let s = &a.stats;
+    let counters = vec![
+        (
+            "venn_admission_submitted_total",
+            "Statements of work submitted to admission control.",
+            one(s.submitted as f64),
+        ),
+        (
+            "venn_admission_jobs_total",
+            "Admission decisions and how admitted jobs ended.",
+            [
+                ("admitted", s.admitted),
+                ("declined", s.declined),
+                ("completed", s.completed),
+                ("evicted", s.evicted),
+                ("withdrawn", s.withdrawn),
+            ]
+            .into_iter()
+            .map(|(o, n)| (format!("{{outcome=\"{o}\"}}"), n as f64))
+            .collect(),
+        ),
+        (
+            "venn_admission_welfare_total",
+            "Value of the admitted jobs that completed.",
+            one(s.welfare),
+        ),
+        (
+            "venn_admission_revenue_total",
+            "Payments of admitted jobs at the posted prices.",
+            one(s.revenue),
+        ),
+    ];
+    gauges.extend([
+        (
+            "venn_admission_utilisation",
+            "Usage of running admitted jobs over realised capacity, closed slots.",
+            one(a.utilisation),
+        ),
+        (
+            "venn_admission_capacity_forecast",
+            "Expected device check-ins per admission slot.",
+            one(a.forecast_per_slot),
+        ),
+        (
+            "venn_admission_active_jobs",
+            "Admitted jobs held or running.",
+            one(a.active as f64),
+        ),
+    ]);
+    (counters, gauges)
 }
 
 /// Unknown routes answer JSON too.

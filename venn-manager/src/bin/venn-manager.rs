@@ -4,12 +4,16 @@ use anyhow::Context;
 use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
+use venn_core::admission::AdmissionParams;
 use venn_core::{PolicyParams, SupplyConfig, TierParams};
 use venn_manager::{Clock, Manager, Settings, server};
 
 /// Serve the Venn resource manager: FL jobs register and submit round requests; devices
 /// check in and are assigned to jobs by the chosen scheduling policy. State lives in a
 /// SQLite file, so restarting on the same --db resumes every job and round.
+///
+/// With --admission, jobs go through posted-price admission control first (see the
+/// admission options).
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
@@ -37,6 +41,35 @@ struct Args {
     /// Seed of the scheduler's random generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Turn on posted-price admission control (off by default: every job is registered as
+    /// before). Each job must then register with a statement of work — value over
+    /// completion time, rounds as a distribution, devices per round, seconds per round.
+    /// The manager admits it with the launch plan that maximises expected value minus
+    /// expected price and keeps devices away from it until the plan's launch, or declines
+    /// it with HTTP 409 and the quote. When fewer devices check in during a slot than the
+    /// running admitted jobs use, the most recently admitted are evicted (HTTP 410 after).
+    #[arg(long, help_heading = "Admission control")]
+    admission: bool,
+    /// Length of a pricing slot in seconds. Capacity is forecast per slot (device check-in
+    /// rate × slot), prices are posted per slot, and at each slot's end the check-ins seen
+    /// in it decide evictions.
+    #[arg(long, default_value_t = AdmissionParams::default().slot_s, requires = "admission", help_heading = "Admission control")]
+    admission_slot_s: f64,
+    /// How far ahead, in seconds, a job's launch may be planned.
+    #[arg(long, default_value_t = AdmissionParams::default().horizon_s, requires = "admission", help_heading = "Admission control")]
+    admission_horizon_s: f64,
+    /// Slack epsilon in [0, 10): plans may use only C·(1 − ε/10) of the forecast capacity
+    /// C, so that evictions stay rare. (Not --epsilon, venn's fairness knob.)
+    #[arg(long, default_value_t = AdmissionParams::default().epsilon, requires = "admission", help_heading = "Admission control")]
+    admission_epsilon: f64,
+    /// Price of one device check-in in an empty slot (the floor).
+    #[arg(long, default_value_t = AdmissionParams::default().price_min, requires = "admission", help_heading = "Admission control")]
+    admission_price_min: f64,
+    /// Price of one device check-in in a slot filled to the planned capacity (the
+    /// ceiling; prices rise exponentially from the floor as a slot fills), also charged
+    /// for usage beyond a job's stated rounds.
+    #[arg(long, default_value_t = AdmissionParams::default().price_max, requires = "admission", help_heading = "Admission control")]
+    admission_price_max: f64,
 }
 
 #[tokio::main]
@@ -63,6 +96,13 @@ async fn main() -> anyhow::Result<()> {
         },
         seed: a.seed,
         retry_after_s: a.retry_after_s,
+        admission: a.admission.then_some(AdmissionParams {
+            slot_s: a.admission_slot_s,
+            horizon_s: a.admission_horizon_s,
+            epsilon: a.admission_epsilon,
+            price_min: a.admission_price_min,
+            price_max: a.admission_price_max,
+        }),
         ..Settings::default()
     };
     let manager = Arc::new(

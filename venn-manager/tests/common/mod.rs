@@ -80,3 +80,38 @@ pub async fn register(app: &Router, name: &str) -> (u64, String) {
         v["token"].as_str().unwrap().to_string(),
     )
 }
+
+/// A manager with `settings` and a manual clock at t = 1000 s.
+pub fn manager_with(name: &str, settings: Settings) -> (Arc<Manager>, Clock, PathBuf) {
+    let db = temp_db(name);
+    let clock = Clock::manual(1000.0);
+    let m = Arc::new(Manager::open(settings, &db, clock.clone()).unwrap());
+    (m, clock, db)
+}
+
+/// Settings with admission control on, sized for hand arithmetic: 60 s slots, no slack
+/// (ε = 0), prices from 0.01 to 1, and a 600 s supply window in 60 s buckets (so N
+/// check-ins seen at once forecast N check-ins per slot).
+pub fn admission_settings() -> Settings {
+    Settings {
+        supply: venn_core::SupplyConfig {
+            window_s: 600.0,
+            buckets: 10,
+        },
+        admission: Some(venn_core::admission::AdmissionParams {
+            slot_s: 60.0,
+            horizon_s: 3600.0,
+            epsilon: 0.0,
+            price_min: 0.01,
+            price_max: 1.0,
+        }),
+        ..Settings::default()
+    }
+}
+
+/// A registration body with a statement of work (`statement` is its JSON).
+pub fn job_with_statement(name: &str, statement: &str) -> String {
+    format!(
+        r#"{{"name":"{name}","rounds":2,"model_size_bytes":1000,"plan_url":"http://127.0.0.1:9/plan","statement":{statement}}}"#
+    )
+}

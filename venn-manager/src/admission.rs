@@ -1,0 +1,207 @@
+//! Admission control on the wall clock: `venn-core`'s posted-price
+//! [`AdmissionController`] fed by the live manager (switched on by
+//! [`Settings::admission`](crate::settings::Settings::admission)).
+//!
+//! - **Forecast.** The capacity the controller prices against is the check-in rate of all
+//!   devices in the supply estimator's window times the slot length
+//!   ([`CapacityForecast::Flat`]); the server's 1 s ticker refreshes it.
+//! - **Realised capacity.** Every check-in is counted in the slot it arrives in. When the
+//!   ticker sees a slot boundary it closes each slot that ended with
+//!   [`AdmissionController::on_slot`]`(now, check-ins seen in that slot)`; the slot the
+//!   manager started in was only partly observed, so its count is scaled up to a whole
+//!   slot. Counting starts afresh with the process, so time the manager was down is never
+//!   judged; a slot the ticker reaches late (a stalled process) closes with the check-ins
+//!   counted in it.
+//! - **Evictions** come back as [`Settlement`]s; the service removes those jobs from the
+//!   core and marks them `evicted` in SQLite.
+//! - **Bounds.** Planning a statement costs (launch slots in the horizon) × (outcomes ×
+//!   value points + slots of the longest outcome), under the manager's lock, so
+//!   [`check_statement`] caps what one statement may ask for.
+//!
+//! The controller's running totals ([`AdmissionStats`]) count from this process's start;
+//! admitted jobs themselves survive restarts (the service persists each [`AdmittedJob`]
+//! and restores it).
+
+use crate::error::AppError;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use venn_core::admission::{
+    AdmissionController, AdmissionParams, AdmissionStats, AdmittedJob, CapacityForecast,
+    Settlement, StatementOfWork,
+};
+use venn_core::{CoreError, ResourceManager, Time};
+
+/// Most points a statement's value function may have.
+pub const MAX_VALUE_POINTS: usize = 64;
+/// Most outcomes a statement's rounds distribution may have.
+pub const MAX_OUTCOMES: usize = 64;
+
+/// The manager's bounds on a statement the core has validated: at most
+/// [`MAX_VALUE_POINTS`] value points and [`MAX_OUTCOMES`] outcomes, and its longest outcome
+/// (rounds × `round_s`) must end within the planning horizon — the controller keeps a
+/// price and a survival probability per slot of it, so an unbounded one would let one
+/// request allocate without limit.
+pub fn check_statement(sow: &StatementOfWork, params: &AdmissionParams) -> Result<(), AppError> {
+    if sow.value.0.len() > MAX_VALUE_POINTS {
+        return Err(AppError::field(
+            "statement.value",
+            format!("at most {MAX_VALUE_POINTS} points"),
+        ));
+    }
+    if sow.rounds.0.len() > MAX_OUTCOMES {
+        return Err(AppError::field(
+            "statement.rounds",
+            format!("at most {MAX_OUTCOMES} outcomes"),
+        ));
+    }
+    let longest = sow.rounds.0.iter().map(|o| o.0).max().unwrap_or(0);
+    if longest as f64 * sow.round_s > params.horizon_s {
+        return Err(AppError::field(
+            "statement.rounds",
+            format!(
+                "the longest outcome, {longest} rounds × {} s, must end within the admission \
+                 horizon of {} s",
+                sow.round_s, params.horizon_s
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Expected device check-ins per slot: the check-in rate of every device in the supply
+/// estimator's window times `slot_s` (0 before any device has checked in).
+pub fn supply_forecast(core: &ResourceManager, now: Time, slot_s: f64) -> f64 {
+    let supply = core.supply();
+    let seen: u64 = supply.classes().iter().map(|c| c.in_window).sum();
+    seen as f64 / supply.effective_window(now) * slot_s
+}
+
+/// The controller and the slot bookkeeping around it.
+#[derive(Debug)]
+pub struct AdmissionState {
+    ctl: AdmissionController,
+    /// The earliest slot not yet closed.
+    open_slot: u64,
+    /// Check-ins counted per slot not yet closed.
+    seen: BTreeMap<u64, u64>,
+    /// When this process started counting check-ins.
+    observed_from: Time,
+    /// The forecast last handed to the controller, check-ins per slot.
+    forecast: f64,
+}
+
+/// Admission control as `/v1/status` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct AdmissionReport {
+    /// The settings.
+    pub params: AdmissionParams,
+    /// The capacity forecast prices are posted against, check-ins per slot.
+    pub forecast_per_slot: f64,
+    /// The slot being counted now.
+    pub slot: u64,
+    /// Check-ins counted in it so far.
+    pub slot_check_ins: u64,
+    /// Admitted jobs that have not ended (held or running).
+    pub active: usize,
+    /// Running totals since the manager started.
+    #[serde(flatten)]
+    pub stats: AdmissionStats,
+    /// Used over offered capacity in closed slots.
+    pub utilisation: f64,
+    /// Evicted over admitted jobs.
+    pub eviction_rate: f64,
+}
+
+impl AdmissionState {
+    /// A controller with `params`, its forecast taken from `core`'s supply estimate.
+    pub fn new(
+        params: AdmissionParams,
+        core: &ResourceManager,
+        now: Time,
+    ) -> Result<Self, CoreError> {
+        let forecast = supply_forecast(core, now, params.slot_s);
+        let ctl = AdmissionController::new(params, CapacityForecast::Flat(forecast))?;
+        Ok(AdmissionState {
+            open_slot: ctl.slot_of(now),
+            ctl,
+            seen: BTreeMap::new(),
+            observed_from: now,
+            forecast,
+        })
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &AdmissionController {
+        &self.ctl
+    }
+
+    /// The controller, to submit, restore, finish or withdraw jobs.
+    pub fn controller_mut(&mut self) -> &mut AdmissionController {
+        &mut self.ctl
+    }
+
+    /// Counts one device check-in at `now` towards its slot's realised capacity.
+    pub fn count_check_in(&mut self, now: Time) {
+        // A clock stepped backwards counts into the open slot rather than a closed one.
+        let slot = self.ctl.slot_of(now).max(self.open_slot);
+        *self.seen.entry(slot).or_default() += 1;
+    }
+
+    /// Re-reads the forecast from `core`'s supply estimate; returns it.
+    pub fn refresh_forecast(&mut self, core: &ResourceManager, now: Time) -> f64 {
+        self.forecast = supply_forecast(core, now, self.ctl.params().slot_s);
+        self.ctl.set_forecast(CapacityForecast::Flat(self.forecast));
+        self.forecast
+    }
+
+    /// Closes every slot that ended by `now`, each with the check-ins counted in it, and
+    /// returns the jobs evicted (last admitted first within a slot).
+    pub fn close_slots(&mut self, now: Time) -> Vec<Settlement> {
+        let slot_s = self.ctl.params().slot_s;
+        let current = self.ctl.slot_of(now);
+        let mut evicted = Vec::new();
+        while self.open_slot < current {
+            let slot = self.open_slot;
+            let seen = self.seen.remove(&slot).unwrap_or(0) as f64;
+            let start = slot as f64 * slot_s;
+            let observed = start + slot_s - start.max(self.observed_from.secs());
+            let capacity = if observed > 0.0 && observed < slot_s {
+                seen * slot_s / observed
+            } else {
+                seen
+            };
+            let out = self.ctl.on_slot(now, capacity);
+            tracing::debug!(slot, capacity, evicted = out.len(), "admission slot closed");
+            evicted.extend(out);
+            // Slots nothing was counted in (the manager was down) close together: the
+            // first one at zero capacity already evicted whatever could not run.
+            self.open_slot = match self.seen.keys().next() {
+                Some(&next) if seen == 0.0 => next.min(current).max(slot + 1),
+                None if seen == 0.0 => current,
+                _ => slot + 1,
+            };
+        }
+        evicted
+    }
+
+    /// The admitted job `job`, if the controller holds it.
+    pub fn admitted(&self, job: u64) -> Option<&AdmittedJob> {
+        self.ctl.admitted(venn_core::JobId(job))
+    }
+
+    /// A report for `/v1/status`; `active` is the number of admitted jobs not ended.
+    pub fn report(&self, now: Time, active: usize) -> AdmissionReport {
+        let stats = self.ctl.stats();
+        let slot = self.ctl.slot_of(now);
+        AdmissionReport {
+            params: self.ctl.params(),
+            forecast_per_slot: self.forecast,
+            slot,
+            slot_check_ins: self.seen.get(&slot).copied().unwrap_or(0),
+            active,
+            stats,
+            utilisation: stats.utilisation(),
+            eviction_rate: stats.eviction_rate(),
+        }
+    }
+}

@@ -209,14 +209,6 @@ impl AdmissionRun {
         self.slot_check_ins = 0;
         self.slots_seen += 1;
         let cap = self.capacity();
-        let usage = self.ctl.running_usage(venn_core::Time(now));
-        if usage > cap {
-            let cur = self.ctl.slot_of(venn_core::Time(now));
-            eprintln!(
-                "DEBUG t={now} cap={cap:.1} usage={usage:.1} committed={:.1}",
-                self.ctl.prices().committed(cur)
-            );
-        }
         let evicted = self.ctl.on_slot(venn_core::Time(now), cap);
         self.ctl.set_forecast(CapacityForecast::Flat(cap));
         evicted

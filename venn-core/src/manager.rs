@@ -261,18 +261,7 @@ impl ResourceManager {
         if let Some(t) = plan.not_before {
             open.not_before = t.max(now);
         }
-        let view = SchedView {
-            jobs: &self.jobs,
-            groups: &self.groups,
-            supply: &self.supply,
-            now,
-        };
-        let key = self.policy.queue_key(&self.jobs[&job], &view);
-        self.jobs
-            .get_mut(&job)
-            .and_then(|j| j.current.as_mut())
-            .expect("just opened")
-            .key = key;
+        self.rekey(job, now);
         self.groups.enqueue(group, job);
         self.dirty = true;
         Ok(round)
@@ -509,6 +498,20 @@ impl ResourceManager {
         self.supply.record_n(class, at, count);
     }
 
+    /// Recomputes the queue key of `job`'s open round.
+    fn rekey(&mut self, job: JobId, now: Time) {
+        let view = SchedView {
+            jobs: &self.jobs,
+            groups: &self.groups,
+            supply: &self.supply,
+            now,
+        };
+        let key = self.policy.queue_key(&self.jobs[&job], &view);
+        if let Some(r) = self.jobs.get_mut(&job).and_then(|j| j.current.as_mut()) {
+            r.key = key;
+        }
+    }
+
     /// Reserve and bind: record the task, shrink the open demand, keep the queue sorted.
     fn bind(
         &mut self,
@@ -539,18 +542,7 @@ impl ResourceManager {
             return round;
         }
         // The job's key may have shrunk (remaining demand): move it forward if needed.
-        let view = SchedView {
-            jobs: &self.jobs,
-            groups: &self.groups,
-            supply: &self.supply,
-            now,
-        };
-        let key = self.policy.queue_key(&self.jobs[&job], &view);
-        self.jobs
-            .get_mut(&job)
-            .and_then(|s| s.current.as_mut())
-            .expect("open")
-            .key = key;
+        self.rekey(job, now);
         let jobs = &self.jobs;
         let q = &mut self.groups.get_mut(group).queue;
         if let Some(mut i) = q.iter().position(|x| *x == job) {

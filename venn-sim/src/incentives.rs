@@ -118,6 +118,41 @@ mod tests {
     }
 
     #[test]
+    fn misreporting_the_length_does_not_pay_in_the_mechanism_alone() {
+        use venn_core::admission::AdmissionParams;
+        let inst = slot_model::Instance::default();
+        let params = AdmissionParams::default();
+        let mut cases = Vec::new();
+        for seed in 0..30 {
+            let truth = slot_model::utilities(params, &inst, seed, None);
+            assert_eq!(
+                truth,
+                slot_model::utilities(params, &inst, seed, Some((5, 1.0))),
+                "a factor of 1 is the truth"
+            );
+            for j in targets(inst.jobs, 4) {
+                for factor in [0.5, 2.0] {
+                    let lie = slot_model::utilities(params, &inst, seed, Some((j, factor)));
+                    cases.push(IcCase {
+                        seed,
+                        job: j as u32,
+                        factor,
+                        truthful: truth[j],
+                        misreport: lie[j],
+                    });
+                }
+            }
+        }
+        for row in summarize(&cases) {
+            assert!(
+                row.mean_gain < 0.0,
+                "misreporting ×{} paid: {row:?}",
+                row.factor
+            );
+        }
+    }
+
+    #[test]
     fn summary_pairs_by_factor() {
         let c = |factor, truthful, misreport| IcCase {
             seed: 0,
@@ -137,5 +172,143 @@ mod tests {
         assert!((rows[0].ci95 - 1.96 * (8.0f64 / 2.0).sqrt()).abs() < 1e-9);
         assert_eq!(rows[1].share_gain, 0.0);
         assert_eq!(rows[1].share_loss, 0.0);
+    }
+}
+
+/// The mechanism on its own, without the device scheduler: jobs arrive over slots,
+/// state their work to an [`AdmissionController`], and — once launched — run at exactly
+/// their stated rate (one round per `round_s`) for their *real* number of rounds, drawn
+/// from their true distribution; realised capacity is the forecast with ±10 % noise per
+/// slot. Here the true distribution really is the job's length distribution, which the
+/// full engine can only approximate (there a job's speed emerges from the scheduler).
+pub mod slot_model {
+    use venn_core::admission::{
+        Admission, AdmissionController, AdmissionParams, CapacityForecast, RoundsDist,
+        StatementOfWork, ValueFn,
+    };
+    use venn_core::{JobId, SeededRng, Time};
+
+    /// Size of one synthetic instance.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Instance {
+        /// Jobs per instance.
+        pub jobs: usize,
+        /// Jobs arrive uniformly over this many slots.
+        pub arrival_slots: u32,
+        /// Capacity per slot (device check-ins).
+        pub capacity: f64,
+    }
+
+    impl Default for Instance {
+        fn default() -> Self {
+            Instance {
+                jobs: 40,
+                arrival_slots: 200,
+                capacity: 100.0,
+            }
+        }
+    }
+
+    struct Job {
+        arrival: f64,
+        truth: StatementOfWork,
+        real_rounds: u32,
+    }
+
+    fn jobs(inst: &Instance, seed: u64, slot_s: f64) -> Vec<Job> {
+        let mut rng = SeededRng::new(seed ^ 0x51_0e_d0);
+        let mut v: Vec<Job> = (0..inst.jobs)
+            .map(|_| {
+                let arrival = rng.f64() * f64::from(inst.arrival_slots) * slot_s;
+                let demand = 5 + rng.below(36) as u32;
+                let r = 5.0 + 55.0 * rng.f64();
+                let rounds = RoundsDist(
+                    (0..5)
+                        .map(|k| (((r * (0.5 + 0.25 * k as f64)).round() as u32).max(1), 0.2))
+                        .collect(),
+                );
+                let real_rounds = rounds.sample(rng.f64());
+                let density = 0.05 * 20f64.powf(rng.f64());
+                let len = rounds.mean() * slot_s;
+                let worth = density * f64::from(demand) * rounds.mean();
+                let patience = 1.0 + 2.0 * rng.f64();
+                Job {
+                    arrival,
+                    truth: StatementOfWork {
+                        value: ValueFn::deadline(worth, patience * len, 2.0 * patience * len),
+                        rounds,
+                        demand,
+                        round_s: slot_s,
+                        max_wait_s: None,
+                    },
+                    real_rounds,
+                }
+            })
+            .collect();
+        v.sort_by(|a, b| a.arrival.total_cmp(&b.arrival));
+        v
+    }
+
+    /// Completes, in time order, the running jobs done by `t`.
+    fn finish_until(
+        ctl: &mut AdmissionController,
+        running: &mut Vec<(f64, usize)>,
+        utility: &mut [f64],
+        t: f64,
+    ) {
+        running.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let n = running.partition_point(|&(done, _)| done <= t);
+        for (done, j) in running.drain(..n) {
+            if let Some(st) = ctl.finished(JobId(j as u64), Time(done)) {
+                utility[j] = st.value - st.payment;
+            }
+        }
+    }
+
+    /// Runs one instance; job `misreport.0` (position in arrival order) scales its
+    /// stated rounds by `misreport.1`. Returns every job's realised utility (value at
+    /// completion − payment; 0 if declined or evicted, who are refunded).
+    pub fn utilities(
+        params: AdmissionParams,
+        inst: &Instance,
+        seed: u64,
+        misreport: Option<(usize, f64)>,
+    ) -> Vec<f64> {
+        let slot_s = params.slot_s;
+        let jobs = jobs(inst, seed, slot_s);
+        let mut noise = SeededRng::new(seed ^ 0xca9a);
+        let mut ctl = AdmissionController::new(params, CapacityForecast::Flat(inst.capacity))
+            .expect("valid parameters");
+        let mut utility = vec![0.0; jobs.len()];
+        // (completion time, job) of admitted jobs still running or waiting to launch.
+        let mut running: Vec<(f64, usize)> = Vec::new();
+        let mut next = 0;
+        let mut slot = 0u64;
+        while next < jobs.len() || !running.is_empty() {
+            let end = (slot + 1) as f64 * slot_s;
+            while next < jobs.len() && jobs[next].arrival < end {
+                let j = &jobs[next];
+                finish_until(&mut ctl, &mut running, &mut utility, j.arrival);
+                let stated = match misreport {
+                    Some((m, f)) if m == next => j.truth.misreported(f),
+                    _ => j.truth.clone(),
+                };
+                let now = Time(j.arrival);
+                if let Ok(Admission::Admitted { plan }) =
+                    ctl.submit(JobId(next as u64), &stated, now)
+                {
+                    let done = plan.launch_at.secs() + f64::from(j.real_rounds) * j.truth.round_s;
+                    running.push((done, next));
+                }
+                next += 1;
+            }
+            finish_until(&mut ctl, &mut running, &mut utility, end);
+            let capacity = inst.capacity * (0.9 + 0.2 * noise.f64());
+            for st in ctl.on_slot(Time(end), capacity) {
+                running.retain(|&(_, j)| j as u64 != st.job.0);
+            }
+            slot += 1;
+        }
+        utility
     }
 }

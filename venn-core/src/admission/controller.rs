@@ -309,6 +309,10 @@ impl AdmissionController {
             .unwrap_or(self.params.horizon_s)
             .min(self.params.horizon_s);
         let last = self.slot_of(now + wait);
+        // Every candidate reads the same window of posted prices: compute each once.
+        let window: Vec<f64> = (cur..last + shape.survival.len() as u64)
+            .map(|t| self.book.price(t))
+            .collect();
         let mut best: Option<(Plan, u64)> = None;
         for s in cur..=last {
             // A job that alone would use more than the planned capacity of a slot it
@@ -326,7 +330,7 @@ impl AdmissionController {
                 .survival
                 .iter()
                 .enumerate()
-                .map(|(k, surv)| shape.usage * surv * self.book.price(s + k as u64))
+                .map(|(k, surv)| shape.usage * surv * window[(s - cur) as usize + k])
                 .sum();
             if !expected_price.is_finite() {
                 continue;

@@ -1,10 +1,16 @@
 //! `venn-sim admission-ic`: the empirical incentive check of posted-price admission.
-//! For each seed, one truthful run; from it, target jobs are picked — `--targets`
-//! admitted ones and `--declined-targets` declined ones, spread over the trace — and
-//! each is rerun once per factor with only that job scaling its stated rounds
-//! distribution by the factor. The job's utility (value at completion − payment) is
-//! compared pairwise with its truthful utility. Writes `ic_cases.csv`, `ic.json` and
-//! `ic.png` to `--out`.
+//! A misreporting job scales every outcome of its stated rounds distribution by a
+//! factor; its realised utility (value at completion − payment) is compared pairwise
+//! with its utility when truthful, all else equal. Two models:
+//! - `--model slots` (default): the mechanism alone ([`slot_model`]): many synthetic
+//!   instances in which a launched job runs at its stated rate for its real rounds, so
+//!   the "truth" really is the job's length distribution;
+//! - `--model engine`: the full simulator on a trace workload. Per seed one truthful
+//!   run; `--targets` jobs it admitted and `--declined-targets` it declined are rerun
+//!   once per factor. Here a job's speed emerges from the device scheduler, so its
+//!   stated distribution is only a model of its length.
+//!
+//! Writes `ic_cases.csv`, `ic.json` and `ic.png` to `--out`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,24 +18,41 @@ use std::path::PathBuf;
 use anyhow::Context;
 use venn_sim::engine::SimResult;
 use venn_sim::engine::admission::{AdmissionMode, Misreport};
+use venn_sim::incentives::slot_model::{self, Instance};
 use venn_sim::incentives::{IcCase, summarize, targets, utility};
 use venn_sim::plot::{Series, line_chart};
 
 use super::common::{InputArgs, Inputs, SimArgs, Task, run_all};
 
+/// Which world the check runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Model {
+    /// The admission mechanism alone on synthetic instances (fast, exact truths).
+    Slots,
+    /// The full simulator on a trace workload.
+    Engine,
+}
+
 /// Options of `admission-ic`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The mechanism alone (`slots`) or the whole simulator (`engine`).
+    #[arg(long, value_enum, default_value_t = Model::Slots)]
+    pub model: Model,
+    /// `slots`: synthetic instances (40 jobs over 200 slots of capacity 100 each).
+    #[arg(long, default_value_t = 500)]
+    pub instances: u64,
     /// Workload name or job CSV (see `run --help`).
     #[arg(long, default_value = "even")]
     pub workload: String,
     /// Scheduling policy the admitted jobs run under.
     #[arg(long, default_value = "venn")]
     pub policy: String,
-    /// Number of seeds (0, 1, …); each seed redraws values, lengths and dispatch noise.
+    /// `engine`: number of seeds (0, 1, …); each redraws values, lengths and dispatch noise.
     #[arg(long, default_value_t = 6)]
     pub seeds: u64,
-    /// Jobs admitted in the truthful run that misreport, per seed.
+    /// Jobs that misreport per seed or instance (`engine`: among those the truthful run
+    /// admitted; `slots`: spread over arrival order).
     #[arg(long, default_value_t = 6)]
     pub targets: usize,
     /// Jobs declined in the truthful run that misreport, per seed (could a lie get
@@ -53,6 +76,51 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.factors.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
         anyhow::bail!("--factors must be positive numbers");
     }
+    let (cases, extra) = match args.model {
+        Model::Slots => slot_cases(&args)?,
+        Model::Engine => engine_cases(&args)?,
+    };
+    report(&args, &cases, extra)
+}
+
+/// Paired cases in the mechanism-only model.
+fn slot_cases(args: &Args) -> anyhow::Result<(Vec<IcCase>, serde_json::Value)> {
+    let base = args.sim.config(&args.input, 0)?;
+    let params = base.admission.map(|a| a.controller).unwrap_or_default();
+    let inst = Instance::default();
+    let picks = targets(inst.jobs, args.targets);
+    let bar = indicatif::ProgressBar::new(args.instances);
+    let mut cases = Vec::new();
+    for seed in 0..args.instances {
+        let truth = slot_model::utilities(params, &inst, seed, None);
+        for &j in &picks {
+            for &f in &args.factors {
+                let lie = slot_model::utilities(params, &inst, seed, Some((j, f)));
+                cases.push(IcCase {
+                    seed,
+                    job: j as u32,
+                    factor: f,
+                    truthful: truth[j],
+                    misreport: lie[j],
+                });
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let extra = serde_json::json!({
+        "model": "slots",
+        "instances": args.instances,
+        "jobs_per_instance": inst.jobs,
+        "arrival_slots": inst.arrival_slots,
+        "capacity_per_slot": inst.capacity,
+        "controller": params,
+    });
+    Ok((cases, extra))
+}
+
+/// Paired cases in the full simulator.
+fn engine_cases(args: &Args) -> anyhow::Result<(Vec<IcCase>, serde_json::Value)> {
     let inputs = Inputs::load(&args.input)?;
     let input = inputs.workload(&args.workload, None)?;
     let mut bases = Vec::new();
@@ -121,7 +189,38 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .iter()
         .map(|r| r.summary.admission.clone())
         .collect();
-    let rows = summarize(&cases);
+    for (s, a) in truthful_summaries.iter().enumerate() {
+        if let Some(a) = a {
+            println!(
+                "seed {s} truthful: admitted {}/{}, evicted {}, completed {}, welfare {:.0}, revenue {:.0}, planned util {:.2}, device util {:.2}",
+                a.admitted,
+                a.submitted,
+                a.evicted,
+                a.completed,
+                a.welfare,
+                a.revenue,
+                a.planned_utilisation,
+                a.device_utilisation
+            );
+        }
+    }
+    let extra = serde_json::json!({
+        "model": "engine",
+        "workload": args.workload,
+        "policy": args.policy,
+        "seeds": args.seeds,
+        "targets": picks
+            .iter()
+            .map(|p| p.iter().map(|&j| input.jobs[j].row.idx).collect::<Vec<_>>())
+            .collect::<Vec<_>>(),
+        "truthful_runs": truthful_summaries,
+    });
+    Ok((cases, extra))
+}
+
+/// Prints the table and writes the files.
+fn report(args: &Args, cases: &[IcCase], extra: serde_json::Value) -> anyhow::Result<()> {
+    let rows = summarize(cases);
     println!(
         "{:>7} {:>6} {:>14} {:>14} {:>12} {:>10} {:>8} {:>8} {:>12}",
         "factor",
@@ -148,21 +247,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             r.max_gain
         );
     }
-    for (s, a) in truthful_summaries.iter().enumerate() {
-        if let Some(a) = a {
-            println!(
-                "seed {s} truthful: admitted {}/{}, evicted {}, completed {}, welfare {:.0}, revenue {:.0}, planned util {:.2}, device util {:.2}",
-                a.admitted,
-                a.submitted,
-                a.evicted,
-                a.completed,
-                a.welfare,
-                a.revenue,
-                a.planned_utilisation,
-                a.device_utilisation
-            );
-        }
-    }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let p = dir.join("ic_cases.csv");
@@ -170,7 +254,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             std::fs::File::create(&p).with_context(|| format!("creating {}", p.display()))?,
         );
         writeln!(f, "seed,job,factor,truthful_utility,misreport_utility,gain")?;
-        for c in &cases {
+        for c in cases {
             writeln!(
                 f,
                 "{},{},{},{:.4},{:.4},{:.4}",
@@ -183,17 +267,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             )?;
         }
         f.flush()?;
-        let json = serde_json::json!({
-            "workload": args.workload,
-            "policy": args.policy,
-            "seeds": args.seeds,
-            "targets": picks
-                .iter()
-                .map(|p| p.iter().map(|&j| input.jobs[j].row.idx).collect::<Vec<_>>())
-                .collect::<Vec<_>>(),
-            "rows": rows,
-            "truthful_runs": truthful_summaries,
-        });
+        let mut json = extra;
+        json["rows"] = serde_json::to_value(&rows)?;
         std::fs::write(
             dir.join("ic.json"),
             serde_json::to_string_pretty(&json)? + "\n",

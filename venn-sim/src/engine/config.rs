@@ -197,11 +197,15 @@ mod tests {
         assert_eq!(a.mode, super::super::admission::AdmissionMode::AdmitAll);
         assert_eq!(a.controller.slot_s, 300.0);
         assert_eq!(a.controller.price_max, 1.0);
-        let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../scripts/sim/admission.toml");
+        let shipped =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/sim/admission.toml");
         let c = SimConfig::from_toml_file(&shipped).unwrap();
         c.validate().unwrap();
-        assert_eq!(c.admission, Some(Default::default()), "the file spells out the defaults");
+        assert_eq!(
+            c.admission,
+            Some(Default::default()),
+            "the file spells out the defaults"
+        );
         let bad = SimConfig::from_toml_str("[admission]\nrounds_spread = 1.5\n").unwrap();
         assert!(
             bad.validate()

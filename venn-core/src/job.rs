@@ -205,6 +205,29 @@ pub struct JobHistory {
     pub rounds: Vec<RoundRecord>,
     /// Most recent finished tasks (bounded by [`TASK_HISTORY`]).
     pub tasks: VecDeque<TaskSample>,
+    /// Sums over the successful rounds among the first `counted` of `rounds`, so that
+    /// the ratio tier matching asks for on every request costs O(new rounds).
+    ok_sums: OkSums,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct OkSums {
+    counted: usize,
+    ok: u32,
+    sched_delay: f64,
+    collection: f64,
+}
+
+impl OkSums {
+    fn add(mut self, rounds: &[RoundRecord]) -> Self {
+        for r in rounds.iter().filter(|r| r.outcome == RoundOutcome::Success) {
+            self.ok += 1;
+            self.sched_delay += r.scheduling_delay();
+            self.collection += r.response_collection();
+        }
+        self.counted += rounds.len();
+        self
+    }
 }
 
 impl JobHistory {
@@ -215,20 +238,33 @@ impl JobHistory {
         self.tasks.push_back(s);
     }
 
+    /// Appends a closed round (and folds it into the cached sums).
+    pub(crate) fn push_round(&mut self, r: RoundRecord) {
+        self.rounds.push(r);
+        self.ok_sums = self.sums();
+    }
+
+    /// The cached sums extended by rounds pushed since; recomputed from scratch if
+    /// `rounds` was replaced by a shorter list.
+    fn sums(&self) -> OkSums {
+        match self.rounds.get(self.ok_sums.counted..) {
+            Some(new) => self.ok_sums.add(new),
+            None => OkSums::default().add(&self.rounds),
+        }
+    }
+
     /// Mean response-collection time over mean scheduling delay of successful rounds
     /// (c_i in the paper's Algorithm 2); `None` before the first successful round.
     pub fn collection_to_delay_ratio(&self) -> Option<f64> {
-        let ok: Vec<&RoundRecord> = self
-            .rounds
-            .iter()
-            .filter(|r| r.outcome == RoundOutcome::Success)
-            .collect();
-        if ok.is_empty() {
+        let s = self.sums();
+        if s.ok == 0 {
             return None;
         }
-        let sd: f64 = ok.iter().map(|r| r.scheduling_delay()).sum::<f64>();
-        let rc: f64 = ok.iter().map(|r| r.response_collection()).sum::<f64>();
-        Some(if sd <= 1e-9 { f64::INFINITY } else { rc / sd })
+        Some(if s.sched_delay <= 1e-9 {
+            f64::INFINITY
+        } else {
+            s.collection / s.sched_delay
+        })
     }
 }
 
@@ -282,5 +318,41 @@ impl JobState {
     /// The open round if it is `round`.
     pub fn round(&self, round: RoundId) -> Option<&OpenRound> {
         self.current.as_ref().filter(|r| r.round == round)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(i: u32, sd: f64, rc: f64, outcome: RoundOutcome) -> RoundRecord {
+        RoundRecord {
+            round: RoundId(i),
+            demand: 1,
+            submitted_at: Time(0.0),
+            fulfilled_at: Some(Time(sd)),
+            closed_at: Time(sd + rc),
+            assigned: 1,
+            finished: 1,
+            failed: 0,
+            outcome,
+        }
+    }
+
+    #[test]
+    fn the_cached_ratio_matches_a_full_scan() {
+        let mut h = JobHistory::default();
+        assert_eq!(h.collection_to_delay_ratio(), None);
+        h.push_round(rec(0, 10.0, 30.0, RoundOutcome::Success));
+        h.push_round(rec(1, 50.0, 5.0, RoundOutcome::Abort));
+        assert_eq!(h.collection_to_delay_ratio(), Some(3.0));
+        // Rounds appended behind the cache's back still count.
+        h.rounds.push(rec(1, 30.0, 10.0, RoundOutcome::Success));
+        assert_eq!(h.collection_to_delay_ratio(), Some(1.0));
+        h.push_round(rec(2, 0.0, 40.0, RoundOutcome::Success));
+        assert_eq!(h.collection_to_delay_ratio(), Some(2.0));
+        // A replaced, shorter list is rescanned.
+        h.rounds.truncate(1);
+        assert_eq!(h.collection_to_delay_ratio(), Some(3.0));
     }
 }

@@ -390,7 +390,7 @@ impl ResourceManager {
             failed: r.failed,
             outcome,
         };
-        j.history.rounds.push(rec);
+        j.history.push_round(rec);
         match outcome {
             RoundOutcome::Success => {
                 j.rounds_done += 1;

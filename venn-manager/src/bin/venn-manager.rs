@@ -23,7 +23,9 @@ struct Args {
     /// SQLite database file (created if missing).
     #[arg(long, default_value = "venn-manager.db")]
     db: PathBuf,
-    /// Scheduling policy: random, random-order, fifo, srsf, venn, irs.
+    /// Scheduling policy: random, random-order, fifo, fifo-request, srsf, venn, irs,
+    /// random-delay (congestion-scaled random start delays) or chunked (jobs run in
+    /// chunks that fit the eligible supply).
     #[arg(long, default_value = "venn")]
     policy: String,
     /// Tier count V for venn's device matching (1 disables it).

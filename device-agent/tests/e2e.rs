@@ -164,6 +164,78 @@ eval_writers = 5
     );
 }
 
+/// With admission control on, a job whose statement is worth less than its price is
+/// declined with the quote and never runs, while a worthwhile one is admitted and trains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_declines_a_job_not_worth_its_price_and_runs_the_other() {
+    let cfg = LabConfig::parse(
+        r#"
+name = "admission"
+max_minutes = 4
+[admission]
+slot_s = 600
+[devices]
+count = 20
+compress = 1000
+[[jobs]]
+name = "worth-it"
+task = "softmax-fedavgm"
+arrival_s = 2
+rounds = 2
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+statement = { value = [[3600, 100.0], [7200, 0.0]], rounds = [[2, 1.0]], demand = 4, round_s = 1200 }
+[[jobs]]
+name = "cheap"
+task = "softmax-fedavgm"
+arrival_s = 2
+rounds = 2
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+statement = { value = [[3600, 0.000001]], rounds = [[2, 1.0]], demand = 4, round_s = 3600 }
+"#,
+        Path::new("admission.toml"),
+    )
+    .unwrap();
+    let out = out_dir("admission");
+    let r = run_experiment(
+        &cfg,
+        "venn",
+        &out,
+        Arc::new(fixture(20, 12)),
+        registry(),
+        std::future::pending(),
+        false,
+    )
+    .await
+    .unwrap();
+    let job = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap();
+    assert!(
+        job("worth-it").finished,
+        "{}\n{:?}",
+        r.table(),
+        job("worth-it").error
+    );
+    let cheap = job("cheap");
+    assert!(!cheap.finished);
+    assert_eq!(cheap.rounds, 0);
+    let why = cheap.error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("409") && why.contains("declined") && why.contains("quote"),
+        "{why}"
+    );
+    // A job without a statement is a config error while admission is on.
+    let e = LabConfig::parse(
+        "name = \"x\"\n[admission]\n[devices]\ncount = 4\n[[jobs]]\nname = \"a\"\ntask = \"t\"\nrounds = 1\ntarget_participants = 1\ndeadline_s = 5\n",
+        Path::new("exp.toml"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("jobs[0].statement"), "{e}");
+}
+
 #[test]
 fn config_errors_name_the_file_and_key() {
     let bad = "name = \"x\"\n[devices]\ncount = 4\n[[jobs]]\nname = \"a\"\ntask = \"t\"\nrounds = 1\ntarget_participants = 1\ndeadline_s = -5\n";

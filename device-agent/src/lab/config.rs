@@ -116,6 +116,10 @@ pub struct LabConfig {
     pub tta_thresholds: Vec<f64>,
     /// The devices.
     pub devices: DevicesConfig,
+    /// Admission control in the manager (`[admission]`, the controller's settings; off
+    /// when absent). Jobs then need a `statement`; declined ones fail with the quote.
+    #[serde(default)]
+    pub admission: Option<venn_core::admission::AdmissionParams>,
     /// The jobs, each with `arrival_s` (seconds after the start).
     pub jobs: Vec<LabJob>,
 }
@@ -179,8 +183,19 @@ impl LabConfig {
                 ),
             ));
         }
+        if let Some(a) = &cfg.admission
+            && let Err(venn_core::CoreError::Invalid { field, reason }) = a.validate()
+        {
+            return Err(bad(field.to_string(), reason));
+        }
         let mut names = std::collections::HashSet::new();
         for (i, j) in cfg.jobs.iter().enumerate() {
+            if cfg.admission.is_some() && j.job.statement.is_none() {
+                return Err(bad(
+                    format!("jobs[{i}].statement"),
+                    "admission control is on, so every job needs a statement of work".into(),
+                ));
+            }
             j.job
                 .validate()
                 .map_err(|(k, why)| bad(format!("jobs[{i}].{k}"), why))?;

@@ -48,6 +48,7 @@ pub async fn run_experiment(
         policy: policy.to_string(),
         seed: cfg.seed,
         retry_after_s: 1.0,
+        admission: cfg.admission,
         ..Settings::default()
     };
     let manager = Arc::new(Manager::open(settings, &db, Clock::System).map_err(setup)?);

@@ -57,6 +57,11 @@ pub struct JobConfig {
     /// writers' test splits).
     #[serde(default = "eval_writers")]
     pub eval_writers: usize,
+    /// Statement of work for a manager that runs admission control (`[statement]`:
+    /// `value = [[seconds, value], …]`, `rounds = [[rounds, probability], …]`,
+    /// `demand`, `round_s`, optional `max_wait_s`); ignored by a manager without it.
+    #[serde(default)]
+    pub statement: Option<venn_core::admission::StatementOfWork>,
 }
 
 impl JobConfig {
@@ -81,6 +86,11 @@ impl JobConfig {
             && !(0.0..=1.0).contains(&a)
         {
             return Err(("target_accuracy", "must be in [0, 1]".into()));
+        }
+        if let Some(sow) = &self.statement
+            && let Err(venn_core::CoreError::Invalid { field, reason }) = sow.validate()
+        {
+            return Err((field, reason));
         }
         Ok(())
     }

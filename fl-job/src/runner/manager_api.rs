@@ -2,7 +2,10 @@
 
 use crate::error::FlError;
 use venn_core::RoundOutcome;
-use venn_manager::dto::{CloseRound, RegisterJob, Registered, RoundStatus, SubmitRound, Submitted};
+use venn_core::admission::Plan;
+use venn_manager::dto::{
+    CloseRound, JobRegistration, Registered, RoundStatus, SubmitRound, Submitted,
+};
 
 /// A registered job's handle on the manager.
 #[derive(Clone, Debug)]
@@ -37,20 +40,24 @@ async fn call<T: serde::de::DeserializeOwned>(req: reqwest::RequestBuilder) -> R
 }
 
 impl ManagerApi {
-    /// Registers the job.
+    /// Registers the job; with admission control on, also returns the plan it was
+    /// admitted with (a declined job is an error carrying the manager's quote).
     pub async fn register(
         http: reqwest::Client,
         base: &str,
-        req: &RegisterJob,
-    ) -> Result<Self, FlError> {
+        req: &JobRegistration,
+    ) -> Result<(Self, Option<Plan>), FlError> {
         let base = base.trim_end_matches('/').to_string();
         let r: Registered = call(http.post(format!("{base}/v1/jobs")).json(req)).await?;
-        Ok(ManagerApi {
-            http,
-            base,
-            job_id: r.job_id,
-            token: r.token,
-        })
+        Ok((
+            ManagerApi {
+                http,
+                base,
+                job_id: r.job_id,
+                token: r.token,
+            },
+            r.plan,
+        ))
     }
 
     /// Submits the next round.

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
 use venn_core::{RoundOutcome, TaskCost};
-use venn_manager::dto::{RegisterJob, SubmitRound};
+use venn_manager::dto::{JobRegistration, SubmitRound};
 
 /// Where the job runs and reports.
 #[derive(Debug, Clone)]
@@ -76,17 +76,21 @@ pub async fn run_job(
     let app = router(shared.clone(), model_bytes * 2 + (1 << 20));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let http = reqwest::Client::new();
-    let reg = RegisterJob {
+    let reg = JobRegistration {
         name: cfg.name.clone(),
         requirement: cfg.requirement.clone(),
         rounds: cfg.rounds,
         model_size_bytes: model_bytes as u64,
         plan_url: format!("http://{addr}"),
         task_cost: Some(TaskCost::default()),
+        statement: cfg.statement.clone(),
     };
-    let api = ManagerApi::register(http, &opts.manager, &reg).await?;
+    let (api, plan) = ManagerApi::register(http, &opts.manager, &reg).await?;
     let _ = shared.api.set(api.clone());
     tracing::info!(job = api.job_id, name = %cfg.name, task = %cfg.task, %addr, "job registered");
+    if let Some(plan) = plan {
+        wait_for_launch(&cfg.name, &plan).await;
+    }
     let registered = opts.t0.elapsed().as_secs_f64();
     let mut report = JobReport::new(&cfg.name, api.job_id, registered, opts.csv.clone())?;
     let mut server_state = ServerState::default();
@@ -225,4 +229,23 @@ async fn rounds_loop(
         }
     }
     Ok(())
+}
+
+/// Sleeps until an admitted job's planned launch: the manager assigns it no device
+/// before then, so a round submitted earlier would only burn its deadline.
+async fn wait_for_launch(name: &str, plan: &venn_core::admission::Plan) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let wait = plan.launch_at.secs() - now;
+    tracing::info!(
+        job = name,
+        launch_in_s = format!("{:.0}", wait.max(0.0)),
+        expected_value = plan.expected_value,
+        expected_price = plan.expected_price,
+        "admitted"
+    );
+    if wait > 0.0 {
+        tokio::time::sleep(std::time::Duration::from_secs_f64(wait)).await;
+    }
 }

@@ -8,7 +8,7 @@
 mod custom_task;
 
 use datasets::{Femnist, IMAGE_PIXELS, Writer};
-use device_agent::lab::{LabConfig, run_experiment};
+use device_agent::lab::{LabConfig, LabResult, run_experiment};
 use fl_job::task::Registry;
 use std::path::Path;
 use std::sync::Arc;
@@ -51,13 +51,33 @@ fn out_dir(name: &str) -> std::path::PathBuf {
     d
 }
 
+/// Parses `toml` as experiment `name`, runs it under venn with 20 fixture writers and
+/// returns the result and its output folder.
+async fn run_lab(name: &str, toml: &str) -> (LabResult, std::path::PathBuf) {
+    let cfg = LabConfig::parse(toml, Path::new(&format!("{name}.toml"))).unwrap();
+    let out = out_dir(name);
+    let r = run_experiment(
+        &cfg,
+        "venn",
+        &out,
+        Arc::new(fixture(20, 12)),
+        registry(),
+        std::future::pending(),
+        false,
+    )
+    .await
+    .unwrap();
+    (r, out)
+}
+
 fn rows(p: &Path) -> usize {
     std::fs::read_to_string(p).map_or(0, |s| s.lines().count().saturating_sub(1))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_jobs_twenty_devices_two_rounds() {
-    let cfg = LabConfig::parse(
+    let (r, out) = run_lab(
+        "two",
         r#"
 name = "e2e"
 policy = "venn"
@@ -84,21 +104,8 @@ target_participants = 4
 deadline_s = 30
 eval_writers = 5
 "#,
-        Path::new("e2e.toml"),
     )
-    .unwrap();
-    let out = out_dir("two");
-    let r = run_experiment(
-        &cfg,
-        "venn",
-        &out,
-        Arc::new(fixture(20, 12)),
-        registry(),
-        std::future::pending(),
-        false,
-    )
-    .await
-    .unwrap();
+    .await;
     assert!(r.stopped_early.is_none(), "{}", r.table());
     assert_eq!(r.jobs_finished, 2, "{}", r.table());
     for j in ["custom", "resnet"] {
@@ -122,7 +129,8 @@ eval_writers = 5
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rounds_close_when_thirty_percent_of_devices_vanish_mid_task() {
-    let cfg = LabConfig::parse(
+    let (r, _) = run_lab(
+        "drops",
         r#"
 name = "drops"
 max_minutes = 4
@@ -140,21 +148,8 @@ min_response_fraction = 0.8
 deadline_s = 8
 eval_writers = 5
 "#,
-        Path::new("drops.toml"),
     )
-    .unwrap();
-    let out = out_dir("drops");
-    let r = run_experiment(
-        &cfg,
-        "venn",
-        &out,
-        Arc::new(fixture(20, 12)),
-        registry(),
-        std::future::pending(),
-        false,
-    )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(r.jobs_finished, 1, "{}", r.table());
     assert_eq!(r.jobs[0].rounds, 3);
     assert!(
@@ -168,7 +163,8 @@ eval_writers = 5
 /// declined with the quote and never runs, while a worthwhile one is admitted and trains.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_declines_a_job_not_worth_its_price_and_runs_the_other() {
-    let cfg = LabConfig::parse(
+    let (r, _) = run_lab(
+        "admission",
         r#"
 name = "admission"
 max_minutes = 4
@@ -196,21 +192,8 @@ deadline_s = 30
 eval_writers = 5
 statement = { value = [[3600, 0.000001]], rounds = [[2, 1.0]], demand = 4, round_s = 3600 }
 "#,
-        Path::new("admission.toml"),
     )
-    .unwrap();
-    let out = out_dir("admission");
-    let r = run_experiment(
-        &cfg,
-        "venn",
-        &out,
-        Arc::new(fixture(20, 12)),
-        registry(),
-        std::future::pending(),
-        false,
-    )
-    .await
-    .unwrap();
+    .await;
     let job = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap();
     assert!(
         job("worth-it").finished,

@@ -138,8 +138,15 @@ mod tests {
 
     #[test]
     fn a_restored_manager_continues_the_open_round() {
+        // Every policy, including those that keep per-job state of their own.
+        for policy in ["venn", "chunked", "random-delay"] {
+            continues_the_open_round(policy);
+        }
+    }
+
+    fn continues_the_open_round(policy: &str) {
         let mut a =
-            ResourceManager::with_policy(ManagerConfig::default(), "venn", PolicyParams::default())
+            ResourceManager::with_policy(ManagerConfig::default(), policy, PolicyParams::default())
                 .unwrap();
         let dev = DeviceProfile::new(1.0, 1.0, 1.0);
         let spec = JobSpec::new("a", Requirement::any()).with_rounds(3);
@@ -165,7 +172,7 @@ mod tests {
 
         // What a store would have kept, fed into a fresh manager.
         let mut b =
-            ResourceManager::with_policy(ManagerConfig::default(), "venn", PolicyParams::default())
+            ResourceManager::with_policy(ManagerConfig::default(), policy, PolicyParams::default())
                 .unwrap();
         b.observe_supply(&dev, Time(1.0), 3);
         b.observe_supply(&dev, Time(7.0), 1);

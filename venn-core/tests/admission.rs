@@ -141,12 +141,13 @@ fn overload_evicts_the_latest_admission_first() {
             Admission::Admitted { .. }
         ));
     }
-    assert!(c.on_slot(Time(0.0), 100.0).is_empty());
-    let ev = c.on_slot(Time(60.0), 70.0);
+    // Slot ends: usage 90 fits 100, then 70 evicts the latest, then 35 the next.
+    assert!(c.on_slot(Time(60.0), 100.0).is_empty());
+    let ev = c.on_slot(Time(120.0), 70.0);
     assert_eq!(ev.len(), 1);
     assert_eq!(ev[0].job, JobId(2));
     assert!(ev[0].evicted && ev[0].payment == 0.0);
-    let ev = c.on_slot(Time(120.0), 35.0);
+    let ev = c.on_slot(Time(180.0), 35.0);
     assert_eq!(ev.iter().map(|s| s.job).collect::<Vec<_>>(), vec![JobId(1)]);
     assert!(c.admitted(JobId(0)).is_some());
     let st = c.stats();
@@ -237,4 +238,39 @@ fn statements_too_big_for_the_platform_are_refused_or_declined() {
     );
     assert!(bad.unwrap_err().to_string().contains("colour"));
     assert_eq!(c.stats().admitted, 0);
+}
+
+#[test]
+fn a_truthful_job_pays_exactly_its_quote_wherever_in_a_slot_it_starts() {
+    for start in [0.0, 30.0, 59.0] {
+        let mut c = controller();
+        // Two rounds of 60 s: from mid-slot the run touches three slots, and the plan
+        // prices and commits all three.
+        let s = sow(100.0, 10, RoundsDist::exactly(2), 10_000.0);
+        let Admission::Admitted { plan } = c.submit(JobId(1), &s, Time(start)).unwrap() else {
+            panic!("declined")
+        };
+        // (From 59 s, waiting a second for the next slot saves a slot's price.)
+        assert!(plan.launch_at.secs() >= start && plan.launch_at.secs() <= 60.0);
+        let st = c.finished(JobId(1), plan.launch_at + 120.0).unwrap();
+        assert!(
+            (st.payment - plan.expected_price).abs() < 1e-9,
+            "start {start}: paid {} for a quote of {}",
+            st.payment,
+            plan.expected_price
+        );
+    }
+}
+
+#[test]
+fn an_eviction_at_a_slot_boundary_releases_the_slot_that_starts() {
+    let mut c = controller();
+    let s = sow(1000.0, 30, RoundsDist::exactly(10), 2_000.0);
+    for j in 0..3 {
+        c.submit(JobId(j), &s, Time(0.0)).unwrap();
+    }
+    assert_eq!(c.prices().committed(1), 90.0);
+    let ev = c.on_slot(Time(60.0), 70.0);
+    assert_eq!(ev.len(), 1);
+    assert_eq!(c.prices().committed(1), 60.0);
 }

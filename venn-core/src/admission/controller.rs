@@ -203,11 +203,39 @@ pub struct AdmissionController {
     stats: AdmissionStats,
 }
 
-/// A candidate plan's per-statement constants.
+/// A statement's per-plan constants.
 struct Shape {
     usage: f64,
-    /// (probability, slots occupied, seconds of work) per outcome.
-    outcomes: Vec<(f64, usize, f64)>,
+    /// (probability, seconds of work) per outcome.
+    outcomes: Vec<(f64, f64)>,
+}
+
+impl Shape {
+    /// P(still running k slots after the launch slot's start), k = 0, 1, …, for a launch
+    /// `offset_s` seconds into its slot: an outcome of `work` seconds occupies
+    /// `ceil((offset + work) / slot_s)` slots, the slots billing counts.
+    fn survival(&self, offset_s: f64, slot_s: f64) -> Vec<f64> {
+        let slots: Vec<(f64, usize)> = self
+            .outcomes
+            .iter()
+            .map(|(p, work)| (*p, occupied_slots(offset_s + work, slot_s)))
+            .collect();
+        let l_max = slots.iter().map(|o| o.1).max().unwrap_or(1);
+        (0..l_max)
+            .map(|k| slots.iter().filter(|o| o.1 > k).map(|o| o.0).sum())
+            .collect()
+    }
+}
+
+/// Slots touched by a run of `span_s` seconds from the start of a slot (at least one).
+fn occupied_slots(span_s: f64, slot_s: f64) -> usize {
+    ((span_s / slot_s - 1e-9).ceil().max(1.0)) as usize
+}
+
+/// The best plan found, with what admitting it commits.
+struct Best {
+    plan: Plan,
+    slot: u64,
     survival: Vec<f64>,
 }
 
@@ -271,26 +299,15 @@ impl AdmissionController {
     }
 
     fn shape(&self, sow: &StatementOfWork) -> Shape {
-        let slot_s = self.params.slot_s;
-        let usage = sow.demand as f64 * slot_s / sow.round_s;
-        let outcomes: Vec<(f64, usize, f64)> = sow
-            .rounds
-            .0
-            .iter()
-            .filter(|(_, p)| *p > 0.0)
-            .map(|(r, p)| {
-                let work = *r as f64 * sow.round_s;
-                (*p, ((work / slot_s).ceil() as usize).max(1), work)
-            })
-            .collect();
-        let l_max = outcomes.iter().map(|o| o.1).max().unwrap_or(1);
-        let survival = (0..l_max)
-            .map(|k| outcomes.iter().filter(|o| o.1 > k).map(|o| o.0).sum())
-            .collect();
         Shape {
-            usage,
-            outcomes,
-            survival,
+            usage: sow.demand as f64 * self.params.slot_s / sow.round_s,
+            outcomes: sow
+                .rounds
+                .0
+                .iter()
+                .filter(|(_, p)| *p > 0.0)
+                .map(|(r, p)| (*p, *r as f64 * sow.round_s))
+                .collect(),
         }
     }
 
@@ -299,35 +316,39 @@ impl AdmissionController {
     /// or planned capacity at least the job's own usage per slot.
     pub fn quote(&self, sow: &StatementOfWork, now: Time) -> Result<Option<Plan>, CoreError> {
         self.check(sow)?;
-        Ok(self.best(sow, &self.shape(sow), now).map(|(p, _)| p))
+        Ok(self.best(sow, &self.shape(sow), now).map(|b| b.plan))
     }
 
-    fn best(&self, sow: &StatementOfWork, shape: &Shape, now: Time) -> Option<(Plan, u64)> {
+    fn best(&self, sow: &StatementOfWork, shape: &Shape, now: Time) -> Option<Best> {
+        let slot_s = self.params.slot_s;
         let cur = self.slot_of(now);
         let wait = sow
             .max_wait_s
             .unwrap_or(self.params.horizon_s)
             .min(self.params.horizon_s);
         let last = self.slot_of(now + wait);
+        // A launch now starts partway into the current slot; later ones on a boundary.
+        let first = shape.survival((now.secs() - cur as f64 * slot_s).max(0.0), slot_s);
+        let later = shape.survival(0.0, slot_s);
         // Every candidate reads the same window of posted prices: compute each once.
-        let window: Vec<f64> = (cur..last + shape.survival.len() as u64)
+        let window: Vec<f64> = (cur..last + first.len().max(later.len()) as u64)
             .map(|t| self.book.price(t))
             .collect();
-        let mut best: Option<(Plan, u64)> = None;
+        let mut best: Option<Best> = None;
         for s in cur..=last {
             // A job that alone would use more than the planned capacity of a slot it
             // must occupy cannot run there, whatever the price.
             if self.book.planned_capacity(s) < shape.usage {
                 continue;
             }
-            let start = Time((s as f64 * self.params.slot_s).max(now.secs()));
+            let survival = if s == cur { &first } else { &later };
+            let start = Time((s as f64 * slot_s).max(now.secs()));
             let expected_value: f64 = shape
                 .outcomes
                 .iter()
-                .map(|(p, _, work)| p * sow.value.at(start.secs() + work - now.secs()))
+                .map(|(p, work)| p * sow.value.at(start.secs() + work - now.secs()))
                 .sum();
-            let expected_price: f64 = shape
-                .survival
+            let expected_price: f64 = survival
                 .iter()
                 .enumerate()
                 .map(|(k, surv)| shape.usage * surv * window[(s - cur) as usize + k])
@@ -340,8 +361,15 @@ impl AdmissionController {
                 expected_value,
                 expected_price,
             };
-            if best.is_none_or(|(b, _)| plan.utility() > b.utility()) {
-                best = Some((plan, s));
+            if best
+                .as_ref()
+                .is_none_or(|b| plan.utility() > b.plan.utility())
+            {
+                best = Some(Best {
+                    plan,
+                    slot: s,
+                    survival: survival.clone(),
+                });
             }
         }
         best
@@ -363,7 +391,12 @@ impl AdmissionController {
         self.book.advance(self.slot_of(now));
         self.stats.submitted += 1;
         let shape = self.shape(sow);
-        let Some((plan, slot)) = self.best(sow, &shape, now) else {
+        let Some(Best {
+            plan,
+            slot,
+            survival,
+        }) = self.best(sow, &shape, now)
+        else {
             self.stats.declined += 1;
             return Ok(Admission::Declined {
                 quote: None,
@@ -380,7 +413,7 @@ impl AdmissionController {
                 ),
             });
         }
-        let prices = (0..shape.survival.len())
+        let prices = (0..survival.len())
             .map(|k| self.book.price(slot + k as u64))
             .collect();
         let admitted = AdmittedJob {
@@ -388,7 +421,7 @@ impl AdmissionController {
             submitted_at: now,
             launch_slot: slot,
             usage_per_slot: shape.usage,
-            survival: shape.survival,
+            survival,
             prices,
             value: sow.value.clone(),
             plan,
@@ -423,27 +456,21 @@ impl AdmissionController {
     fn remove(&mut self, job: JobId, now: Time) -> Option<(AdmittedJob, f64)> {
         let a = self.jobs.remove(&job)?;
         self.by_seq.remove(&a.seq);
-        let cur = self.slot_of(now);
-        // Give back what the plan still expected to use after this slot.
-        for (k, surv) in a.survival.iter().enumerate() {
-            let slot = a.launch_slot + k as u64;
-            if slot > cur {
-                self.book.commit(slot, -a.usage_per_slot * surv);
-            }
-        }
-        let used_slots = if now < a.plan.launch_at {
+        let slot_s = self.params.slot_s;
+        let launch = a.launch_slot as f64 * slot_s;
+        // Slots the job ran in: those its run [launch_at, now) touched.
+        let used = if now <= a.plan.launch_at {
             0
         } else {
-            (cur + 1).saturating_sub(a.launch_slot)
+            occupied_slots(now.secs() - launch, slot_s)
         };
-        let payment = (0..used_slots)
-            .map(|k| {
-                a.usage_per_slot
-                    * a.prices
-                        .get(k as usize)
-                        .copied()
-                        .unwrap_or(self.book.price_max())
-            })
+        // Give back what the plan still expected to use in the slots it will not touch.
+        for (k, surv) in a.survival.iter().enumerate().skip(used) {
+            self.book
+                .commit(a.launch_slot + k as u64, -a.usage_per_slot * surv);
+        }
+        let payment = (0..used)
+            .map(|k| a.usage_per_slot * a.prices.get(k).copied().unwrap_or(self.book.price_max()))
             .sum();
         Some((a, payment))
     }
@@ -477,11 +504,11 @@ impl AdmissionController {
         })
     }
 
-    /// Usage of admitted jobs that have launched by `now`.
+    /// Usage of admitted jobs that launched before `now`.
     pub fn running_usage(&self, now: Time) -> f64 {
         self.jobs
             .values()
-            .filter(|a| a.plan.launch_at <= now)
+            .filter(|a| a.plan.launch_at < now)
             .map(|a| a.usage_per_slot)
             .sum()
     }
@@ -498,7 +525,7 @@ impl AdmissionController {
             .values()
             .rev()
             .copied()
-            .filter(|j| self.jobs[j].plan.launch_at <= now)
+            .filter(|j| self.jobs[j].plan.launch_at < now)
             .collect();
         for job in running_desc {
             if usage <= capacity + 1e-9 {

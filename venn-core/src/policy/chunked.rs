@@ -135,6 +135,19 @@ impl Policy for Chunked {
     }
 
     fn plan(&mut self, view: &SchedView<'_>) {
+        // Rounds restored after a manager restart never passed `on_request`: chunk them
+        // now, in arrival order, so they are not starved.
+        let mut unchunked: Vec<&JobState> = view
+            .groups
+            .iter()
+            .flat_map(|(_, g)| g.queue.iter())
+            .filter(|j| !self.chunk_of.contains_key(j))
+            .filter_map(|j| view.jobs.get(j))
+            .collect();
+        unchunked.sort_by(|a, b| a.registered_at.secs().total_cmp(&b.registered_at.secs()));
+        for job in unchunked {
+            self.admit(job, view);
+        }
         while let Some(front) = self.chunks.front() {
             if front.jobs.iter().any(|j| view.jobs.contains_key(j)) {
                 break;

@@ -1,7 +1,8 @@
 //! `random-delay`: random start delays spread congestion out without knowing the jobs'
 //! patterns (Leighton, Maggs & Rao 1994 for packets; Ghaffari 2015 for many distributed
 //! jobs sharing a network). Each job — or, with `delay_per_round`, each round request —
-//! waits a delay drawn uniformly from [0, scale·Δ], where Δ is the current congestion
+//! waits a delay drawn uniformly from [0, scale·Δ] (at most half the round's time to its
+//! deadline, so a delayed round can still run), where Δ is the current congestion
 //! (open demand competing for the job's devices over their check-in rate, see
 //! [`super::congestion_delay_s`]). After its delay a request is served in order of its
 //! delayed start time, so a job keeps its place across rounds as under `fifo`.
@@ -30,8 +31,14 @@ impl RandomDelay {
         }
     }
 
+    /// A delay uniform in [0, scale·Δ], capped at half the round's time to its deadline so
+    /// a delayed round still has time to run.
     fn draw(&self, view: &SchedView<'_>, job: &JobState, rng: &mut SeededRng) -> f64 {
-        let span = self.params.delay_scale.max(0.0) * congestion_delay_s(view, job);
+        let room = job
+            .current
+            .as_ref()
+            .map_or(0.0, |r| r.request.deadline.since(view.now).max(0.0) / 2.0);
+        let span = (self.params.delay_scale.max(0.0) * congestion_delay_s(view, job)).min(room);
         if span.is_finite() {
             rng.f64() * span
         } else {
@@ -71,6 +78,11 @@ impl Policy for RandomDelay {
         }
         if self.start.contains_key(&job.id) {
             // Later rounds follow at once: only the job's start is shifted.
+            return RequestPlan::default();
+        }
+        if !job.history.rounds.is_empty() {
+            // A job restored after a restart has started already: no second delay.
+            self.start.insert(job.id, job.registered_at.secs());
             return RequestPlan::default();
         }
         let start: Time = view.now + self.draw(view, job, rng);

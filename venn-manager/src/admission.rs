@@ -5,13 +5,13 @@
 //! - **Forecast.** The capacity the controller prices against is the check-in rate of all
 //!   devices in the supply estimator's window times the slot length
 //!   ([`CapacityForecast::Flat`]); the server's 1 s ticker refreshes it.
-//! - **Realised capacity.** Every check-in is counted in the slot it arrives in. When the
-//!   ticker sees a slot boundary it closes each slot that ended with
-//!   [`AdmissionController::on_slot`]`(now, check-ins seen in that slot)`; the slot the
-//!   manager started in was only partly observed, so its count is scaled up to a whole
-//!   slot. Counting starts afresh with the process, so time the manager was down is never
-//!   judged; a slot the ticker reaches late (a stalled process) closes with the check-ins
-//!   counted in it.
+//! - **Realised capacity.** When the ticker sees a slot boundary it closes each slot that
+//!   ended with [`AdmissionController::on_slot`]`(slot end, forecast)`: the supply
+//!   estimator's smoothed rate, as the simulator judges against a trailing one-day mean,
+//!   so a quiet night slot does not evict jobs whose usage is stated as a rate. Slots this
+//!   process watched less than half of (it started late in them, or was down) and slots
+//!   before any supply was seen are not judged. Check-ins are still counted per slot for
+//!   `/v1/status`.
 //! - **Evictions** come back as [`Settlement`]s; the service removes those jobs from the
 //!   core and marks them `evicted` in SQLite.
 //! - **Bounds.** Planning a statement costs (launch slots in the horizon) × (outcomes ×
@@ -88,6 +88,8 @@ pub struct AdmissionState {
     observed_from: Time,
     /// The forecast last handed to the controller, check-ins per slot.
     forecast: f64,
+    /// Whether any supply has been seen since start (slots before are not judged).
+    supply_seen: bool,
 }
 
 /// Admission control as `/v1/status` shows it.
@@ -127,6 +129,7 @@ impl AdmissionState {
             seen: BTreeMap::new(),
             observed_from: now,
             forecast,
+            supply_seen: forecast > 0.0,
         })
     }
 
@@ -150,36 +153,40 @@ impl AdmissionState {
     /// Re-reads the forecast from `core`'s supply estimate; returns it.
     pub fn refresh_forecast(&mut self, core: &ResourceManager, now: Time) -> f64 {
         self.forecast = supply_forecast(core, now, self.ctl.params().slot_s);
+        self.supply_seen |= self.forecast > 0.0;
         self.ctl.set_forecast(CapacityForecast::Flat(self.forecast));
         self.forecast
     }
 
-    /// Closes every slot that ended by `now`, each with the check-ins counted in it, and
-    /// returns the jobs evicted (last admitted first within a slot).
+    /// Closes every slot that ended by `now` and returns the jobs evicted (last admitted
+    /// first). A slot is judged against the smoothed supply (the forecast: the supply
+    /// estimator's window rate × `slot_s`), the same trailing mean the simulator uses —
+    /// a quiet slot at night is no overload for jobs whose stated usage is a rate over
+    /// hours — and only if this process watched at least half of it and has seen any
+    /// supply, so a restart late in a slot or before devices return evicts nobody.
     pub fn close_slots(&mut self, now: Time) -> Vec<Settlement> {
         let slot_s = self.ctl.params().slot_s;
         let current = self.ctl.slot_of(now);
+        // A stalled process catches up on at most a day of slots.
+        let day = (86_400.0 / slot_s).ceil() as u64;
+        self.open_slot = self.open_slot.max(current.saturating_sub(day));
         let mut evicted = Vec::new();
         while self.open_slot < current {
             let slot = self.open_slot;
-            let seen = self.seen.remove(&slot).unwrap_or(0) as f64;
-            let start = slot as f64 * slot_s;
-            let observed = start + slot_s - start.max(self.observed_from.secs());
-            let capacity = if observed > 0.0 && observed < slot_s {
-                seen * slot_s / observed
-            } else {
-                seen
-            };
-            let out = self.ctl.on_slot(now, capacity);
-            tracing::debug!(slot, capacity, evicted = out.len(), "admission slot closed");
-            evicted.extend(out);
-            // Slots nothing was counted in (the manager was down) close together: the
-            // first one at zero capacity already evicted whatever could not run.
-            self.open_slot = match self.seen.keys().next() {
-                Some(&next) if seen == 0.0 => next.min(current).max(slot + 1),
-                None if seen == 0.0 => current,
-                _ => slot + 1,
-            };
+            self.seen.remove(&slot);
+            let end = (slot + 1) as f64 * slot_s;
+            let observed = end - (slot as f64 * slot_s).max(self.observed_from.secs());
+            if observed >= 0.5 * slot_s && self.supply_seen {
+                let out = self.ctl.on_slot(Time(end), self.forecast);
+                tracing::debug!(
+                    slot,
+                    capacity = self.forecast,
+                    evicted = out.len(),
+                    "admission slot closed"
+                );
+                evicted.extend(out);
+            }
+            self.open_slot = slot + 1;
         }
         evicted
     }

@@ -401,13 +401,14 @@ impl Manager {
         let mut g = self.lock();
         Self::authorize(&g, job, token)?;
         let id = JobId(job);
+        // The store first: if it fails, nothing has changed anywhere.
+        g.store
+            .end_job(job, if finished { "finished" } else { "removed" }, now)?;
         if finished {
             g.core.job_finished(id, now)?;
         } else {
             g.core.remove_job(id, now)?;
         }
-        g.store
-            .end_job(job, if finished { "finished" } else { "removed" }, now)?;
         g.jobs.remove(&job);
         g.tasks.retain(|_, t| t.job != id);
         tracing::info!(job, finished, "job ended");
@@ -685,14 +686,16 @@ impl Inner {
 
     /// Removes a job the admission controller evicted (it already forgot the job).
     fn evict(&mut self, job: JobId, now: Time) -> Result<(), AppError> {
-        let _ = self.core.remove_job(job, now);
-        self.jobs.remove(&job.0);
-        self.tasks.retain(|_, t| t.job != job);
         tracing::warn!(
             job = job.0,
             "job evicted by admission control: realised capacity fell short (last admitted, first out)"
         );
-        self.store.end_job(job.0, "evicted", now)?;
+        // Gone from the core whatever the store says: the controller already forgot it.
+        let stored = self.store.end_job(job.0, "evicted", now);
+        let _ = self.core.remove_job(job, now);
+        self.jobs.remove(&job.0);
+        self.tasks.retain(|_, t| t.job != job);
+        stored?;
         Ok(())
     }
 

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use venn_manager::{Manager, Settings, router};
 
 /// Worth 1000 if done at once, nothing after 600 s; 5 rounds of 100 devices per 60 s:
-/// uses a whole slot (100 check-ins) for 5 slots and launches at once.
+/// uses a whole slot (100 check-ins) while it runs. Launched at 1000 s, 40 s into slot 16,
+/// its 300 s touch six slots (16–21), all priced.
 const URGENT: &str = r#"{"value":[[0,1000],[600,0]],"rounds":[[5,1]],"demand":100,"round_s":60}"#;
 /// Worth 100 for an hour; 2 rounds of 50 devices: rather waits for cheap slots.
 const PATIENT: &str =
@@ -93,25 +94,25 @@ async fn an_admitted_job_gets_its_plan_and_no_device_before_its_launch() {
     devices_seen(&app, &m, 0, 100).await;
     let (_, _, urgent) = admit(&app, "urgent", URGENT).await;
     assert_eq!(urgent["launch_at"], 1000.0, "{urgent}");
-    assert!(close(urgent["expected_price"].as_f64().unwrap(), 5.0));
-    // Slots 16–20 are now full (price 1): the patient job buys slots 21–22 at the floor.
+    assert!(close(urgent["expected_price"].as_f64().unwrap(), 6.0));
+    // Slots 16–21 are now full (price 1): the patient job buys slots 22–23 at the floor.
     let (job, token, plan) = admit(&app, "patient", PATIENT).await;
-    assert_eq!(plan["launch_at"], 1260.0, "{plan}");
+    assert_eq!(plan["launch_at"], 1320.0, "{plan}");
     assert!(close(plan["expected_value"].as_f64().unwrap(), 100.0));
     assert!(close(plan["expected_price"].as_f64().unwrap(), 1.0));
     let (s, v) = call(&app, "GET", &format!("/v1/jobs/{job}"), None, None).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(
         (v["plan"]["launch_at"].as_f64(), v["held"].as_bool()),
-        (Some(1260.0), Some(true)),
+        (Some(1320.0), Some(true)),
         "{v}"
     );
 
-    // Held: its open round gets no device before 1260 s, though devices are idle.
+    // Held: its open round gets no device before 1320 s, though devices are idle.
     let (s, v) = submit(&app, job, &token, 2).await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
     assert!(check_in(&app, 500).await.get("retry_after_s").is_some());
-    clock.advance(259.0);
+    clock.advance(319.0);
     assert!(check_in(&app, 501).await.get("retry_after_s").is_some());
     let (_, v) = call(&app, "GET", &format!("/v1/jobs/{job}/rounds/0"), None, None).await;
     assert_eq!(v["assigned"], 0, "{v}");
@@ -185,7 +186,8 @@ async fn a_declined_job_gets_409_with_the_quote_and_is_not_registered() {
     assert!(e["message"].as_str().unwrap().contains("declined"), "{v}");
     assert!(e["reason"].as_str().unwrap().contains("costs"), "{v}");
     let q = &e["quote"];
-    assert_eq!(q["launch_at"], 1000.0, "{v}");
+    // Its one 60 s round fits one slot from the next boundary, two from now.
+    assert_eq!(q["launch_at"], 1020.0, "{v}");
     assert!(close(q["expected_value"].as_f64().unwrap(), 0.5), "{v}");
     assert!(close(q["expected_price"].as_f64().unwrap(), 1.0), "{v}");
 
@@ -345,18 +347,20 @@ async fn a_short_slot_evicts_the_latest_admission_and_its_calls_get_410() {
         .expect("the second job runs")
         .to_string();
 
-    // Slot 16 closes with 101 check-ins seen in the 20 s the manager watched it (≈ 303 per
-    // slot): the 60 in use fit.
+    // Capacity is the smoothed supply: the 101 check-ins at 1000 s over a window that grows
+    // with time (at least 60 s, at most 600 s), × 60 s. Slot 16 was watched for 20 s only:
+    // not judged. Slot 17 closes at 1080 s against 101/80·60 ≈ 76: the 60 in use fit.
+    let forecast = |t: f64| 101.0 / (t - 1000.0) * 60.0;
     clock.advance(30.0);
     assert_eq!(m.tick_admission().unwrap(), Vec::<u64>::new());
-    // Slot 17 sees only 40 check-ins: 60 in use do not fit; the later admission leaves.
-    for d in 300..340 {
-        check_in(&app, d).await;
-    }
     clock.advance(50.0);
+    assert_eq!(m.tick_admission().unwrap(), Vec::<u64>::new());
+    // No device checks in again. At 1200 s slots 18 and 19 close against ≈ 30: the later
+    // admission leaves (30 in use then fit).
+    clock.advance(120.0);
     assert_eq!(m.tick_admission().unwrap(), vec![second]);
-    clock.advance(60.0);
-    // Slot 18 saw nothing: the first job goes too.
+    // At 1320 s, ≈ 19: the first job goes too.
+    clock.advance(120.0);
     assert_eq!(m.tick_admission().unwrap(), vec![first]);
 
     for (method, uri, body) in [
@@ -380,7 +384,7 @@ async fn a_short_slot_evicts_the_latest_admission_and_its_calls_get_410() {
             v["error"]["message"].as_str().unwrap().contains("evicted"),
             "{v}"
         );
-        assert_eq!(v["error"]["evicted_at"], 1080.0, "{v}");
+        assert_eq!(v["error"]["evicted_at"], 1200.0, "{v}");
     }
     // Its device's task is released with the job.
     let (s, _) = call(
@@ -407,12 +411,10 @@ async fn a_short_slot_evicts_the_latest_admission_and_its_calls_get_410() {
         "{a}"
     );
     assert!(close(a["eviction_rate"].as_f64().unwrap(), 1.0));
-    // Used: 60 of ≈303, then 30 of 40, then 0 of 0.
+    // Used: 60 of the slot-17 capacity, 30 in slots 18 and 19, nothing in 20 and 21.
+    let offered = forecast(1080.0) + 2.0 * forecast(1200.0) + 2.0 * forecast(1320.0);
     assert!(
-        close(
-            a["utilisation"].as_f64().unwrap(),
-            90.0 / (101.0 * 3.0 + 40.0)
-        ),
+        close(a["utilisation"].as_f64().unwrap(), 120.0 / offered),
         "{a}"
     );
     assert_eq!(v["jobs"].as_array().unwrap().len(), 0, "{v}");
@@ -446,7 +448,7 @@ async fn a_restarted_manager_keeps_the_admitted_plan_hold_and_commitments() {
     devices_seen(&app, &m, 0, 100).await;
     admit(&app, "urgent", URGENT).await;
     let (job, token, plan) = admit(&app, "patient", PATIENT).await;
-    assert_eq!(plan["launch_at"], 1260.0);
+    assert_eq!(plan["launch_at"], 1320.0);
     submit(&app, job, &token, 1).await;
     m.flush_checkins().unwrap();
     drop(app);
@@ -467,18 +469,19 @@ async fn a_restarted_manager_keeps_the_admitted_plan_hold_and_commitments() {
         (Some(2), Some(100.0)),
         "{v}"
     );
-    // The urgent job's slots 16–20 are still sold (price 1) and the patient job's 21–22
-    // half sold (price 0.1): a copy of the urgent job now does best to start a slot late,
-    // paying 4 full slots and one at 0.1 (on an empty book it would start at once for 5).
-    let (_, _, again) = admit(&app, "urgent-again", URGENT).await;
+    // The urgent job's slots 16–21 are still sold (price 1): a job like it but worth twice
+    // as much does best to start at the next boundary and pay full price for slots 17–21
+    // (on an empty book it would start at once for 6 × 100 × 0.01).
+    let again = URGENT.replace("1000", "2000");
+    let (_, _, again) = admit(&app, "urgent-again", &again).await;
     assert_eq!(again["launch_at"], 1020.0, "{again}");
     assert!(
-        (again["expected_price"].as_f64().unwrap() - 410.0).abs() < 1e-6,
+        (again["expected_price"].as_f64().unwrap() - 500.0).abs() < 1e-6,
         "{again}"
     );
-    // Still held until 1260 s, then served.
+    // Still held until 1320 s, then served.
     assert!(check_in(&app, 700).await.get("retry_after_s").is_some());
-    clock.advance(260.0);
+    clock.advance(320.0);
     let v = check_in(&app, 701).await;
     assert_eq!(v["assignment"]["job_id"].as_u64(), Some(job), "{v}");
     // The controller knows the job: finishing it settles it as completed.
@@ -665,4 +668,23 @@ fn the_binary_checks_its_admission_flags() {
     ] {
         assert!(help.contains(flag), "{flag} undocumented:\n{help}");
     }
+}
+
+#[tokio::test]
+async fn a_restart_late_in_a_slot_evicts_nobody() {
+    let (m, clock, db) = manager_with("adm-late-restart", admission_settings());
+    let app = router(m.clone());
+    devices_seen(&app, &m, 0, 100).await;
+    let steady = r#"{"value":[[0,1000],[2000,0]],"rounds":[[10,1]],"demand":20,"round_s":60}"#;
+    let (job, _, _) = admit(&app, "steady", steady).await;
+    m.flush_checkins().unwrap();
+    drop(app);
+    drop(m);
+    // Back 3 s before slot 21 ends, with no device checking in yet.
+    clock.advance(257.0);
+    let m = Arc::new(Manager::open(admission_settings(), &db, clock.clone()).unwrap());
+    clock.advance(4.0);
+    assert_eq!(m.tick_admission().unwrap(), Vec::<u64>::new());
+    let (s, v) = call(&router(m), "GET", &format!("/v1/jobs/{job}"), None, None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
 }

@@ -476,6 +476,16 @@ impl Engine<'_> {
     }
 
     fn finish(mut self, horizon: f64, wall: f64) -> SimResult {
+        // Admitted jobs still running at the end pay for the slots they used, for no value.
+        if let Some(a) = &mut self.adm {
+            let end = Time(self.s.end_time_s);
+            for (j, run) in self.runs.iter_mut().enumerate() {
+                if run.admission == Admit::Admitted && run.finish.is_none() {
+                    run.value = Some(0.0);
+                    run.payment = a.ctl.withdraw(JobId(j as u64), end).map(|st| st.payment);
+                }
+            }
+        }
         let mut jobs = Vec::with_capacity(self.runs.len());
         let (mut n, mut sum_all, mut sum_fin, mut sum_sd, mut sum_rc) =
             (0usize, 0.0, 0.0, 0.0, 0.0);

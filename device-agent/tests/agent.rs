@@ -507,6 +507,7 @@ async fn start_job_with(
             model_size_bytes: task.init(0).unwrap().len() as u64,
             plan_url: url,
             task_cost: None,
+            statement: None,
         })
         .unwrap();
     let job = Arc::new(Job {

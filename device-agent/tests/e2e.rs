@@ -181,7 +181,7 @@ rounds = 2
 target_participants = 4
 deadline_s = 30
 eval_writers = 5
-statement = { value = [[3600, 100.0], [7200, 0.0]], rounds = [[2, 1.0]], demand = 4, round_s = 1200 }
+statement = { value = [[0, 100.0], [7200, 0.0]], rounds = [[2, 1.0]], demand = 4, round_s = 1200 }
 [[jobs]]
 name = "cheap"
 task = "softmax-fedavgm"

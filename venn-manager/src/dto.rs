@@ -23,63 +23,12 @@ pub struct RegisterJob {
     /// Nominal task cost on the reference device (ranks devices for tier matching).
     #[serde(default)]
     pub task_cost: Option<TaskCost>,
-}
-
-/// The body `POST /v1/jobs` accepts: a [`RegisterJob`] plus an optional statement of work
-/// for the admission controller. Clients that never send a statement can keep posting a
-/// plain [`RegisterJob`] (the wire format is the same without `statement`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JobRegistration {
-    /// Job name.
-    pub name: String,
-    /// Devices the job can use.
-    #[serde(default)]
-    pub requirement: Requirement,
-    /// Rounds the job will run.
-    pub rounds: u32,
-    /// Size of the model in bytes (what a device downloads and uploads).
-    pub model_size_bytes: u64,
-    /// Base URL where assigned devices fetch the job's plan and weights.
-    pub plan_url: String,
-    /// Nominal task cost on the reference device (ranks devices for tier matching).
-    #[serde(default)]
-    pub task_cost: Option<TaskCost>,
     /// What the job is worth and how much it needs, for admission control: required when
     /// the manager runs with admission control, ignored when it does not. JSON:
     /// `{"value": [[seconds, value], …], "rounds": [[rounds, probability], …],
     /// "demand": devices per round, "round_s": seconds per round, "max_wait_s": optional}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statement: Option<StatementOfWork>,
-}
-
-impl JobRegistration {
-    /// The registration and the statement of work, apart.
-    pub fn split(self) -> (RegisterJob, Option<StatementOfWork>) {
-        let job = RegisterJob {
-            name: self.name,
-            requirement: self.requirement,
-            rounds: self.rounds,
-            model_size_bytes: self.model_size_bytes,
-            plan_url: self.plan_url,
-            task_cost: self.task_cost,
-        };
-        (job, self.statement)
-    }
-}
-
-impl From<RegisterJob> for JobRegistration {
-    fn from(r: RegisterJob) -> Self {
-        JobRegistration {
-            name: r.name,
-            requirement: r.requirement,
-            rounds: r.rounds,
-            model_size_bytes: r.model_size_bytes,
-            plan_url: r.plan_url,
-            task_cost: r.task_cost,
-            statement: None,
-        }
-    }
 }
 
 /// Reply to a registration.

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
-use venn_core::admission::{Admission, AdmissionParams, Plan, StatementOfWork};
+use venn_core::admission::{Admission, AdmissionParams, Plan};
 use venn_core::job::{TaskRecord, TaskSample, TaskState};
 use venn_core::restore::{JobProgress, RestoredRound};
 use venn_core::*;
@@ -144,21 +144,13 @@ impl Manager {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a job without a statement of work (see [`Manager::register_job_with`]).
-    pub fn register_job(&self, req: RegisterJob) -> Result<Registered, AppError> {
-        self.register_job_with(req, None)
-    }
-
     /// Registers a job (`POST /v1/jobs`). With admission control off the statement of
     /// work is ignored. With it on the statement is required (422 naming `statement`
     /// otherwise, or the statement's bad field) and the controller decides: an admitted
     /// job is registered, held until its plan's launch, and answered with the plan; a
     /// declined job is not registered and gets a 409 with the reason and the quote.
-    pub fn register_job_with(
-        &self,
-        req: RegisterJob,
-        statement: Option<StatementOfWork>,
-    ) -> Result<Registered, AppError> {
+    pub fn register_job(&self, mut req: RegisterJob) -> Result<Registered, AppError> {
+        let statement = req.statement.take();
         if req.name.trim().is_empty() {
             return Err(AppError::field("name", "must not be empty"));
         }

@@ -195,6 +195,7 @@ async fn register_busy_jobs(base: &str) -> anyhow::Result<()> {
             model_size_bytes: 1_000_000,
             plan_url: "http://127.0.0.1:9/plan".into(),
             task_cost: None,
+            statement: None,
         };
         let r: venn_manager::dto::Registered = http
             .post(format!("{base}/v1/jobs"))

@@ -3,9 +3,7 @@
 use crate::error::FlError;
 use venn_core::RoundOutcome;
 use venn_core::admission::Plan;
-use venn_manager::dto::{
-    CloseRound, JobRegistration, Registered, RoundStatus, SubmitRound, Submitted,
-};
+use venn_manager::dto::{CloseRound, RegisterJob, Registered, RoundStatus, SubmitRound, Submitted};
 
 /// A registered job's handle on the manager.
 #[derive(Clone, Debug)]
@@ -45,7 +43,7 @@ impl ManagerApi {
     pub async fn register(
         http: reqwest::Client,
         base: &str,
-        req: &JobRegistration,
+        req: &RegisterJob,
     ) -> Result<(Self, Option<Plan>), FlError> {
         let base = base.trim_end_matches('/').to_string();
         let r: Registered = call(http.post(format!("{base}/v1/jobs")).json(req)).await?;

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
 use venn_core::{RoundOutcome, TaskCost};
-use venn_manager::dto::{JobRegistration, SubmitRound};
+use venn_manager::dto::{RegisterJob, SubmitRound};
 
 /// Where the job runs and reports.
 #[derive(Debug, Clone)]
@@ -76,7 +76,7 @@ pub async fn run_job(
     let app = router(shared.clone(), model_bytes * 2 + (1 << 20));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let http = reqwest::Client::new();
-    let reg = JobRegistration {
+    let reg = RegisterJob {
         name: cfg.name.clone(),
         requirement: cfg.requirement.clone(),
         rounds: cfg.rounds,

@@ -2,7 +2,7 @@
 
 use super::AppState;
 use super::extract::{ApiJson, ApiPath};
-use crate::dto::{JobRegistration, Registered};
+use crate::dto::{RegisterJob, Registered};
 use crate::error::AppError;
 use crate::service::bearer;
 use axum::Json;
@@ -19,13 +19,9 @@ pub(super) fn job_token(h: &HeaderMap) -> Option<&str> {
 /// admitted the job); with admission control, 409 `declined` with the quote.
 pub async fn register(
     State(m): State<AppState>,
-    ApiJson(req): ApiJson<JobRegistration>,
+    ApiJson(req): ApiJson<RegisterJob>,
 ) -> Result<(StatusCode, Json<Registered>), AppError> {
-    let (job, statement) = req.split();
-    Ok((
-        StatusCode::CREATED,
-        Json(m.register_job_with(job, statement)?),
-    ))
+    Ok((StatusCode::CREATED, Json(m.register_job(req)?)))
 }
 
 /// `GET /v1/jobs/{id}`.

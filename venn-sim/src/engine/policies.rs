@@ -11,29 +11,12 @@ use venn_core::{ManagerConfig, PolicyParams, ResourceManager};
 
 use super::error::SimError;
 
-/// Names `venn-sim` accepts: `venn_core::POLICY_NAMES` and `irs`.
-pub const SIM_POLICY_NAMES: &[&str] = &[
-    "random",
-    "random-order",
-    "fifo",
-    "fifo-request",
-    "srsf",
-    "venn",
-    "random-delay",
-    "chunked",
-    "irs",
-];
-
 /// Builds a resource manager running the policy called `name`.
 pub fn manager(
     name: &str,
     cfg: ManagerConfig,
     params: PolicyParams,
 ) -> Result<ResourceManager, SimError> {
-    ResourceManager::with_policy(cfg, name, params).map_err(|e| {
-        SimError::Config(format!(
-            "{e}; venn-sim accepts {}",
-            SIM_POLICY_NAMES.join(", ")
-        ))
-    })
+    // The core's error already lists every policy it knows.
+    ResourceManager::with_policy(cfg, name, params).map_err(|e| SimError::Config(e.to_string()))
 }

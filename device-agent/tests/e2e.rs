@@ -209,33 +209,30 @@ statement = { value = [[3600, 0.000001]], rounds = [[2, 1.0]], demand = 4, round
         why.contains("409") && why.contains("declined") && why.contains("quote"),
         "{why}"
     );
-    // A job without a statement is a config error while admission is on.
-    let e = LabConfig::parse(
-        "name = \"x\"\n[admission]\n[devices]\ncount = 4\n[[jobs]]\nname = \"a\"\ntask = \"t\"\nrounds = 1\ntarget_participants = 1\ndeadline_s = 5\n",
-        Path::new("exp.toml"),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("jobs[0].statement"), "{e}");
 }
 
 #[test]
 fn config_errors_name_the_file_and_key() {
-    let bad = "name = \"x\"\n[devices]\ncount = 4\n[[jobs]]\nname = \"a\"\ntask = \"t\"\nrounds = 1\ntarget_participants = 1\ndeadline_s = -5\n";
-    let e = LabConfig::parse(bad, Path::new("exp.toml"))
-        .unwrap_err()
-        .to_string();
+    let error = |toml: &str| {
+        LabConfig::parse(toml, Path::new("exp.toml"))
+            .unwrap_err()
+            .to_string()
+    };
+    let job = "[[jobs]]\nname = \"a\"\ntask = \"t\"\nrounds = 1\ntarget_participants = 1\n";
+    let e = error(&format!(
+        "name = \"x\"\n[devices]\ncount = 4\n{job}deadline_s = -5\n"
+    ));
     assert!(
         e.contains("exp.toml") && e.contains("jobs[0].deadline_s"),
         "{e}"
     );
-    let e = LabConfig::parse(
-        "name = \"x\"\n[devices]\ncount = 4\ncolour = 1\n",
-        Path::new("exp.toml"),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = error("name = \"x\"\n[devices]\ncount = 4\ncolour = 1\n");
     assert!(e.contains("exp.toml") && e.contains("colour"), "{e}");
+    // A job without a statement is a config error while admission is on.
+    let e = error(&format!(
+        "name = \"x\"\n[admission]\n[devices]\ncount = 4\n{job}deadline_s = 5\n"
+    ));
+    assert!(e.contains("jobs[0].statement"), "{e}");
 }
 
 #[test]

@@ -18,6 +18,16 @@ fn manager(policy: &str, params: PolicyParams, seed: u64) -> ResourceManager {
     .unwrap()
 }
 
+/// Registers `n` jobs any device may serve, at time 0.
+fn register_any(rm: &mut ResourceManager, n: usize) -> Vec<JobId> {
+    (0..n)
+        .map(|i| {
+            rm.register_job(JobSpec::new(format!("j{i}"), Requirement::any()), Time(0.0))
+                .unwrap()
+        })
+        .collect()
+}
+
 fn phone() -> DeviceProfile {
     DeviceProfile::new(1.0, 1.0, 1.0)
 }
@@ -48,12 +58,7 @@ fn random_delays_are_uniform_over_the_congestion_window() {
     for seed in 0..400 {
         let mut rm = manager("random-delay", PolicyParams::default(), seed);
         // The warm-up must see the group, or its check-ins count for no job.
-        let jobs: Vec<JobId> = (0..5)
-            .map(|i| {
-                rm.register_job(JobSpec::new(format!("j{i}"), Requirement::any()), Time(0.0))
-                    .unwrap()
-            })
-            .collect();
+        let jobs = register_any(&mut rm, 5);
         warm_up(&mut rm);
         let now = 100.0;
         for j in &jobs {
@@ -167,12 +172,7 @@ fn a_job_that_does_not_fit_waits_for_the_running_chunk() {
             ..PolicyParams::default()
         };
         let mut rm = manager("chunked", params, 1);
-        let ids: Vec<JobId> = (0..3)
-            .map(|i| {
-                rm.register_job(JobSpec::new(format!("j{i}"), Requirement::any()), Time(0.0))
-                    .unwrap()
-            })
-            .collect();
+        let ids = register_any(&mut rm, 3);
         warm_up(&mut rm);
         let now = 100.0;
         // 40 + 50 fit in one chunk; the third job's 30 does not.

@@ -604,6 +604,15 @@ async fn twenty_devices_serve_two_rounds() {
         live.snapshot()
     );
     let _ = manager.close_round(job.job_id, Some(&job.token), r1, RoundOutcome::Success);
+    // The job counts an update when its body arrives; the agent counts it when the
+    // response gets back. Stopping in between would cancel the device mid-upload.
+    assert!(
+        eventually(Duration::from_secs(10), || live.snapshot().updates_uploaded
+            == 20)
+        .await,
+        "{:?}",
+        live.snapshot()
+    );
 
     stop.send(()).unwrap();
     let stats = with_timeout(10, handle)
@@ -704,7 +713,11 @@ async fn femnist_devices_train_a_builtin_task() {
     let r0 = submit(&job, 3, global.clone());
     let t0 = Instant::now();
     assert!(
-        eventually(Duration::from_secs(120), || job.updates_in(r0) == 3).await,
+        eventually(Duration::from_secs(120), || {
+            // Both sides: the agent counts an upload only once the job's response is back.
+            job.updates_in(r0) == 3 && live.snapshot().updates_uploaded == 3
+        })
+        .await,
         "{:?}",
         live.snapshot()
     );

@@ -6,6 +6,14 @@ use burn::tensor::Device;
 use datasets::{IMAGE_PIXELS, Samples};
 use fl_job::{Model, ModelKind};
 
+/// Burn's CPU backend keeps one random state per process and models draw from it
+/// lazily, so a test that seeds it holds this lock, as does every test in the same
+/// binary that draws random numbers.
+pub fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    RNG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The CPU device the tests run on.
 pub fn device() -> Device {
     Device::flex()

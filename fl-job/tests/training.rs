@@ -4,11 +4,12 @@ mod common;
 
 use burn::module::Module;
 use burn::tensor::{Distribution, Tensor};
-use common::{TINY_MOBILENET, TINY_RESNET, device, model, samples};
+use common::{TINY_MOBILENET, TINY_RESNET, device, model, rng_lock, samples};
 use fl_job::{ModelKind, TrainConfig, evaluate, train_local};
 
 #[test]
 fn models_map_28x28_to_62_logits_and_have_the_reference_sizes() {
+    let _rng = rng_lock();
     for kind in [TINY_RESNET, TINY_MOBILENET] {
         let x = Tensor::<4>::random([3, 1, 28, 28], Distribution::Default, &device());
         assert_eq!(model(kind).forward(x).dims(), [3, 62], "{kind}");
@@ -53,6 +54,7 @@ fn train_config_is_serde_and_validated() {
 
 #[test]
 fn a_few_sgd_steps_lower_the_loss_on_a_fixed_batch() {
+    let _rng = rng_lock();
     let data = samples(16, 4);
     let cfg = TrainConfig {
         lr: 0.05,
@@ -90,6 +92,7 @@ fn a_few_sgd_steps_lower_the_loss_on_a_fixed_batch() {
 
 #[test]
 fn training_steps_and_epochs_are_honoured() {
+    let _rng = rng_lock();
     let data = samples(10, 2);
     let cfg = TrainConfig {
         batch_size: 4,

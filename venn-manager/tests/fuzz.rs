@@ -8,6 +8,19 @@ use common::*;
 use proptest::prelude::*;
 use venn_manager::router;
 
+/// `cases` cases from a fixed seed, so a CI run is reproducible; set
+/// `PROPTEST_RNG_SEED` to explore other inputs.
+fn config(cases: u32) -> ProptestConfig {
+    let mut c = ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    };
+    if matches!(c.rng_seed, proptest::test_runner::RngSeed::Random) {
+        c.rng_seed = proptest::test_runner::RngSeed::Fixed(0x7e57_5eed);
+    }
+    c
+}
+
 fn path() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("/v1/jobs".to_string()),
@@ -38,7 +51,7 @@ fn body() -> impl Strategy<Value = Option<String>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(config(300))]
     #[test]
     fn no_request_panics_or_errors_with_5xx(reqs in prop::collection::vec((prop::sample::select(vec!["GET", "POST", "DELETE", "PUT"]), path(), body(), any::<bool>()), 1..25)) {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -92,7 +105,7 @@ fn any_statement() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+    #![proptest_config(config(100))]
     /// The same with admission control on: statements of every shape, check-ins, and the
     /// ticker closing slots (which may evict) as the clock runs.
     #[test]

@@ -66,6 +66,7 @@ pub async fn run_job(
         global: Mutex::new(Arc::new(global)),
         slot: Mutex::new(None),
         notify: Notify::new(),
+        opened: Notify::new(),
     });
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
@@ -146,6 +147,7 @@ async fn rounds_loop(
                 verified: Default::default(),
                 uploaded: Default::default(),
             });
+            shared.opened.notify_waiters();
             let deadline = tokio::time::Instant::now()
                 + Duration::from_secs_f64((sub.deadline - epoch_now()).max(0.0));
             let enough = loop {

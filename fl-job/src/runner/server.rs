@@ -12,6 +12,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 use tokio::sync::Notify;
 use venn_manager::error::AppError;
 
@@ -46,6 +47,17 @@ pub struct JobShared {
     pub slot: Mutex<Option<OpenSlot>>,
     /// Woken on every accepted update.
     pub notify: Notify,
+    /// Woken when the round loop opens a slot.
+    pub opened: Notify,
+}
+
+/// How long a device holding a live token waits for the job to open that token's round.
+/// The manager hands out tasks as soon as a round is submitted, before the job has its
+/// reply; without this grace the fastest devices would be refused.
+const OPEN_GRACE: Duration = Duration::from_secs(5);
+
+fn round_closed(message: &'static str) -> AppError {
+    AppError::new(StatusCode::CONFLICT, "round_closed", message)
 }
 
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -62,16 +74,11 @@ impl JobShared {
         let token = header(h, "x-task-token")
             .ok_or_else(|| AppError::unauthorized("X-Task-Token"))?
             .to_string();
-        let round = {
-            let g = self.lock_slot();
-            let s = g.as_ref().ok_or_else(|| {
-                AppError::new(StatusCode::CONFLICT, "round_closed", "no round is open")
-            })?;
-            if let Some(d) = s.verified.get(&token) {
-                return Ok((s.round, *d));
-            }
-            s.round
-        };
+        if let Some(s) = self.lock_slot().as_ref()
+            && let Some(d) = s.verified.get(&token)
+        {
+            return Ok((s.round, *d));
+        }
         let api = self.api.get().ok_or_else(|| {
             AppError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -81,28 +88,39 @@ impl JobShared {
         })?;
         let owner = api.task_owner(&token).await.map_err(AppError::internal)?;
         match owner {
-            Some((job, r, device)) if job == api.job_id && r == round => {
-                let mut g = self.lock_slot();
-                match g.as_mut() {
-                    Some(s) if s.round == round => {
-                        s.verified.insert(token, device);
-                        Ok((round, device))
-                    }
-                    _ => Err(AppError::new(
-                        StatusCode::CONFLICT,
-                        "round_closed",
-                        "the round closed",
-                    )),
-                }
+            Some((job, round, device)) if job == api.job_id => {
+                self.await_round(token, round, device).await
             }
-            Some(_) => Err(AppError::new(
-                StatusCode::CONFLICT,
-                "round_closed",
-                "the token belongs to another round or job",
-            )),
+            Some(_) => Err(round_closed("the token belongs to another job")),
             None => Err(AppError::unauthorized(
                 "task token (unknown or already closed)",
             )),
+        }
+    }
+
+    /// Records `token` as verified once `round` is the open slot; refuses if a later
+    /// round is open or the round does not open within [`OPEN_GRACE`].
+    async fn await_round(
+        &self,
+        token: String,
+        round: u32,
+        device: u64,
+    ) -> Result<(u32, u64), AppError> {
+        let deadline = tokio::time::Instant::now() + OPEN_GRACE;
+        loop {
+            // Created before the check so that an opening in between still wakes us.
+            let opened = self.opened.notified();
+            match self.lock_slot().as_mut() {
+                Some(s) if s.round == round => {
+                    s.verified.insert(token, device);
+                    return Ok((round, device));
+                }
+                Some(s) if s.round > round => return Err(round_closed("the round closed")),
+                _ => {}
+            }
+            if tokio::time::timeout_at(deadline, opened).await.is_err() {
+                return Err(round_closed("the token's round is not open at the job"));
+            }
         }
     }
 }

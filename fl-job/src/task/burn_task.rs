@@ -13,6 +13,7 @@ use crate::weights;
 use burn::tensor::Device;
 use datasets::SampleView;
 use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
 
 /// A Burn model on FEMNIST.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -41,6 +42,11 @@ impl FlTask for BurnTask {
     fn init(&self, seed: u64) -> Result<Vec<u8>, FlError> {
         self.kind.validate()?;
         let device = self.device();
+        // The backend has one random state per process and parameters draw from it when
+        // first used (inside `to_bytes`): without the lock, jobs initialising at the same
+        // time in one process (venn-lab) would interleave draws and lose reproducibility.
+        static SEEDED_INIT: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = SEEDED_INIT.lock().unwrap_or_else(|e| e.into_inner());
         device.seed(seed);
         weights::to_bytes(self.kind, &self.kind.init(&device))
     }

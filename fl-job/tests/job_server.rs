@@ -4,6 +4,7 @@
 
 use fl_job::runner::{JobShared, ManagerApi, OpenSlot, router};
 use fl_job::task::Registry;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -59,6 +60,7 @@ async fn rig(name: &str) -> Rig {
         slot: Mutex::new(None),
         notify: Notify::new(),
         opened: Notify::new(),
+        submitting: AtomicBool::new(false),
     });
     let job_url = serve(router(shared.clone(), 1 << 20)).await;
     let (api, _) = ManagerApi::register(
@@ -100,14 +102,18 @@ fn assigned(manager: &Manager, device_id: u64) -> Assignment {
     }
 }
 
+/// Opens the slot as the round loop does: under the slot lock, ending the submission.
 fn open_slot(shared: &JobShared, round: u32) {
-    *shared.slot.lock().unwrap() = Some(OpenSlot {
+    let mut slot = shared.slot.lock().unwrap();
+    shared.submitting.store(false, Ordering::SeqCst);
+    *slot = Some(OpenSlot {
         round,
         seed: 1,
         accepted: Vec::new(),
         verified: Default::default(),
         uploaded: Default::default(),
     });
+    drop(slot);
     shared.opened.notify_waiters();
 }
 
@@ -135,6 +141,7 @@ async fn submit(api: &ManagerApi) -> u32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_device_assigned_before_the_slot_opens_waits_for_it() {
     let rig = rig("early").await;
+    rig.shared.submitting.store(true, Ordering::SeqCst);
     let round = submit(&rig.api).await;
     let a = assigned(&rig.manager, 1);
     assert_eq!(a.round, round);
@@ -168,6 +175,17 @@ async fn a_token_of_an_earlier_round_is_refused_at_once() {
     let (status, body) = get_plan(&rig.job_url, &a.task_token).await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "round_closed", "{body}");
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+
+    // Between rounds (the slot taken, nothing being submitted) a live token of the
+    // closing round is refused at once too: a straggler's upload must not wait here.
+    *rig.shared.slot.lock().unwrap() = None;
+    let t0 = Instant::now();
+    let (status, body) = get_plan(&rig.job_url, &a.task_token).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (409, &"round_closed".into())
+    );
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
 
     let (status, body) = get_plan(&rig.job_url, "not-a-token").await;

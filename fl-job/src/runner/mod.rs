@@ -18,6 +18,7 @@ use crate::task::{FlTask, ServerState};
 use datasets::Samples;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
@@ -67,6 +68,7 @@ pub async fn run_job(
         slot: Mutex::new(None),
         notify: Notify::new(),
         opened: Notify::new(),
+        submitting: AtomicBool::new(false),
     });
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
@@ -130,23 +132,30 @@ async fn rounds_loop(
         let mut attempts = 0;
         let (updates, status) = loop {
             attempts += 1;
+            shared.submitting.store(true, Ordering::SeqCst);
             let sub = api
                 .submit(&SubmitRound {
                     demand: cfg.demand(),
                     deadline_s: cfg.deadline_s,
                     min_response_fraction: cfg.min_response_fraction,
                 })
-                .await?;
-            *shared.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(OpenSlot {
-                round: sub.round,
-                seed: cfg
-                    .seed
-                    .wrapping_mul(1_000_003)
-                    .wrapping_add(u64::from(sub.round) * 7919 + u64::from(sub.attempt)),
-                accepted: Vec::new(),
-                verified: Default::default(),
-                uploaded: Default::default(),
-            });
+                .await;
+            let sub = {
+                let mut slot = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+                shared.submitting.store(false, Ordering::SeqCst);
+                let sub = sub?;
+                *slot = Some(OpenSlot {
+                    round: sub.round,
+                    seed: cfg
+                        .seed
+                        .wrapping_mul(1_000_003)
+                        .wrapping_add(u64::from(sub.round) * 7919 + u64::from(sub.attempt)),
+                    accepted: Vec::new(),
+                    verified: Default::default(),
+                    uploaded: Default::default(),
+                });
+                sub
+            };
             shared.opened.notify_waiters();
             let deadline = tokio::time::Instant::now()
                 + Duration::from_secs_f64((sub.deadline - epoch_now()).max(0.0));

@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -49,11 +50,15 @@ pub struct JobShared {
     pub notify: Notify,
     /// Woken when the round loop opens a slot.
     pub opened: Notify,
+    /// A round submission is in flight: the manager may already be handing out its tasks.
+    /// Set before the submit; cleared under the slot lock when the slot opens.
+    pub submitting: AtomicBool,
 }
 
-/// How long a device holding a live token waits for the job to open that token's round.
-/// The manager hands out tasks as soon as a round is submitted, before the job has its
-/// reply; without this grace the fastest devices would be refused.
+/// How long a device holding a live token waits for the job to open that token's round
+/// while its submission is in flight. The manager hands out tasks as soon as a round is
+/// submitted, before the job has its reply; without this grace the fastest devices would
+/// be refused.
 const OPEN_GRACE: Duration = Duration::from_secs(5);
 
 fn round_closed(message: &'static str) -> AppError {
@@ -98,8 +103,9 @@ impl JobShared {
         }
     }
 
-    /// Records `token` as verified once `round` is the open slot; refuses if a later
-    /// round is open or the round does not open within [`OPEN_GRACE`].
+    /// Records `token` as verified once `round` is the open slot. Refuses at once when
+    /// another round is open or none is being submitted (a straggler of a closed round
+    /// must not hold its upload here), and after [`OPEN_GRACE`].
     async fn await_round(
         &self,
         token: String,
@@ -110,13 +116,19 @@ impl JobShared {
         loop {
             // Created before the check so that an opening in between still wakes us.
             let opened = self.opened.notified();
-            match self.lock_slot().as_mut() {
-                Some(s) if s.round == round => {
-                    s.verified.insert(token, device);
-                    return Ok((round, device));
+            {
+                let mut g = self.lock_slot();
+                match g.as_mut() {
+                    Some(s) if s.round == round => {
+                        s.verified.insert(token, device);
+                        return Ok((round, device));
+                    }
+                    // Read under the slot lock: the round loop clears it under the same lock.
+                    _ if !self.submitting.load(Ordering::SeqCst) => {
+                        return Err(round_closed("the round closed"));
+                    }
+                    _ => {}
                 }
-                Some(s) if s.round > round => return Err(round_closed("the round closed")),
-                _ => {}
             }
             if tokio::time::timeout_at(deadline, opened).await.is_err() {
                 return Err(round_closed("the token's round is not open at the job"));

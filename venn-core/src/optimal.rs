@@ -221,6 +221,7 @@ pub fn run_policy(
         supply: SupplyConfig {
             window_s: 4.0 * span,
             buckets: 64,
+            ..SupplyConfig::default()
         },
         seed,
     };

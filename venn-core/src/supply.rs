@@ -20,6 +20,19 @@ pub struct SupplyConfig {
     pub window_s: f64,
     /// Number of buckets the window is split into (resolution of expiry).
     pub buckets: usize,
+    /// Shortest history, in seconds, a rate is computed over early in a run (capped at
+    /// one bucket): a few check-ins in the first instants must not read as a flood.
+    #[serde(default = "default_min_span_s")]
+    pub min_span_s: f64,
+}
+
+/// Default of [`SupplyConfig::min_span_s`]. (The floor used to be one bucket, an hour
+/// with the default window, which made a live manager read its first hour's supply up to
+/// 3600/elapsed times too low.)
+pub const DEFAULT_MIN_SPAN_S: f64 = 10.0;
+
+fn default_min_span_s() -> f64 {
+    DEFAULT_MIN_SPAN_S
 }
 
 impl Default for SupplyConfig {
@@ -27,6 +40,7 @@ impl Default for SupplyConfig {
         SupplyConfig {
             window_s: 24.0 * 3600.0,
             buckets: 24,
+            min_span_s: DEFAULT_MIN_SPAN_S,
         }
     }
 }
@@ -101,10 +115,13 @@ impl SupplyEstimator {
         &self.classes
     }
 
-    /// Seconds of history the counts cover: the window, or less early in a run.
+    /// Seconds of history the counts cover: the window, or the time since the first
+    /// check-in early in a run (never less than [`SupplyConfig::min_span_s`] or one
+    /// bucket, whichever is shorter).
     pub fn effective_window(&self, now: Time) -> f64 {
+        let floor = self.bucket_len.min(self.cfg.min_span_s).max(1e-9);
         match self.first_seen {
-            Some(t0) => now.since(t0).clamp(self.bucket_len, self.cfg.window_s),
+            Some(t0) => now.since(t0).clamp(floor, self.cfg.window_s),
             None => self.cfg.window_s,
         }
     }
@@ -258,6 +275,7 @@ mod tests {
         let mut s = SupplyEstimator::new(SupplyConfig {
             window_s: 100.0,
             buckets: 10,
+            ..SupplyConfig::default()
         });
         let c = s.class_of(&dev(1.0), |_| GroupSet::EMPTY);
         for t in 0..50 {
@@ -270,6 +288,41 @@ mod tests {
         assert_eq!(s.classes()[c as usize].in_window, 20);
         s.advance(Time(1000.0));
         assert_eq!(s.classes()[c as usize].in_window, 0);
+    }
+
+    #[test]
+    fn early_rates_are_counts_over_the_time_observed() {
+        // The default window: 24 h in hourly buckets, as the live manager runs it.
+        let mut s = SupplyEstimator::new(SupplyConfig::default());
+        let c = s.class_of(&dev(1.0), |_| GroupSet::EMPTY);
+        s.set_group(GroupIdx(0), Some(&Requirement::any()));
+        let start = 1000.0;
+        for i in 0..120 {
+            let t = Time(start + i as f64 * 0.5);
+            s.advance(t);
+            s.record(c, t);
+        }
+        // Two check-ins a second for a minute: 2/s, not 120 per hour-long bucket.
+        let rate = s.group_rate(GroupIdx(0), Time(start + 60.0));
+        assert!((rate - 2.0).abs() < 1e-9, "{rate}");
+        // A burst in the first instants is spread over the floor, not read as a flood.
+        let mut s = SupplyEstimator::new(SupplyConfig::default());
+        let c = s.class_of(&dev(1.0), |_| GroupSet::EMPTY);
+        s.set_group(GroupIdx(0), Some(&Requirement::any()));
+        for _ in 0..5 {
+            s.record(c, Time(start));
+        }
+        let rate = s.group_rate(GroupIdx(0), Time(start + 0.001));
+        assert!((rate - 5.0 / DEFAULT_MIN_SPAN_S).abs() < 1e-9, "{rate}");
+        // With buckets shorter than the floor, one bucket is the floor (as before).
+        let mut s = SupplyEstimator::new(SupplyConfig {
+            window_s: 20.0,
+            buckets: 10,
+            ..SupplyConfig::default()
+        });
+        s.class_of(&dev(1.0), |_| GroupSet::EMPTY);
+        s.record(0, Time(start));
+        assert_eq!(s.effective_window(Time(start)), 2.0);
     }
 
     #[test]

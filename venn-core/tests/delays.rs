@@ -9,6 +9,7 @@ fn manager(policy: &str, params: PolicyParams, seed: u64) -> ResourceManager {
             supply: SupplyConfig {
                 window_s: 100.0,
                 buckets: 10,
+                ..SupplyConfig::default()
             },
             seed,
         },

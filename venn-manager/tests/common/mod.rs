@@ -90,13 +90,14 @@ pub fn manager_with(name: &str, settings: Settings) -> (Arc<Manager>, Clock, Pat
 }
 
 /// Settings with admission control on, sized for hand arithmetic: 60 s slots, no slack
-/// (ε = 0), prices from 0.01 to 1, and a 600 s supply window in 60 s buckets (so N
-/// check-ins seen at once forecast N check-ins per slot).
+/// (ε = 0), prices from 0.01 to 1, and a 600 s supply window in 60 s buckets with rates
+/// over at least 60 s (so N check-ins seen at once forecast N check-ins per slot).
 pub fn admission_settings() -> Settings {
     Settings {
         supply: venn_core::SupplyConfig {
             window_s: 600.0,
             buckets: 10,
+            min_span_s: 60.0,
         },
         admission: Some(venn_core::admission::AdmissionParams {
             slot_s: 60.0,

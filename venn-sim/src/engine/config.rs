@@ -116,6 +116,7 @@ impl SimConfig {
             supply: SupplyConfig {
                 window_s: self.supply_window_s,
                 buckets: self.supply_buckets,
+                ..SupplyConfig::default()
             },
             seed: self.seed,
         }

@@ -325,7 +325,8 @@ async fn serve(
                 sh.stats.rejected.fetch_add(1, Relaxed);
             }
             // A straggler arriving after its round closed (401/409) is normal FL life, not
-            // a fault worth a warning; anything else is.
+            // a fault worth a warning, and so is one whose job has finished and stopped
+            // serving (connection refused); anything else is.
             if matches!(
                 &e,
                 JobError::Status {
@@ -334,6 +335,13 @@ async fn serve(
                 }
             ) {
                 tracing::debug!(device = id, job = a.job_id, round = a.round, error = %e, "late upload refused");
+            } else if matches!(&e, JobError::Http(h) if h.is_connect()) {
+                tracing::info!(
+                    device = id,
+                    job = a.job_id,
+                    round = a.round,
+                    "job no longer serving (finished or stopped); update dropped"
+                );
             } else {
                 tracing::warn!(device = id, job = a.job_id, round = a.round, error = %e, "upload failed");
             }

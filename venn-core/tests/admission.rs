@@ -98,14 +98,22 @@ fn a_patient_job_launches_later_when_early_slots_are_sold() {
         panic!("patient job declined")
     };
     assert_eq!(plan.launch_at, Time(300.0), "{plan:?}");
-    // With a one-slot wait limit it has to buy the expensive slots or go without.
+    assert_eq!(plan.eviction_risk, 0.0, "nothing else runs then: {plan:?}");
+    // With a one-slot wait limit it could only launch into the sold-out slots, where
+    // the earlier job's certain usage would evict it at the first slot's end: its quote
+    // says so, is worth nothing, and it is declined rather than admitted to be evicted.
     let hurried = StatementOfWork {
         max_wait_s: Some(60.0),
         ..patient
     };
     let q = c.quote(&hurried, Time(0.0)).unwrap().unwrap();
     assert!(q.launch_at <= Time(60.0));
-    assert!(q.expected_price > plan.expected_price);
+    assert_eq!(q.eviction_risk, 1.0, "{q:?}");
+    assert_eq!((q.expected_value, q.expected_price), (0.0, 0.0));
+    assert!(matches!(
+        c.submit(JobId(3), &hurried, Time(0.0)).unwrap(),
+        Admission::Declined { .. }
+    ));
 }
 
 #[test]
@@ -273,4 +281,47 @@ fn an_eviction_at_a_slot_boundary_releases_the_slot_that_starts() {
     let ev = c.on_slot(Time(60.0), 70.0);
     assert_eq!(ev.len(), 1);
     assert_eq!(c.prices().committed(1), 60.0);
+}
+
+#[test]
+fn a_plan_is_valued_net_of_its_eviction_risk_from_earlier_uncertain_jobs() {
+    // Job A uses 60 of 100 and runs 1 or 10 slots (even odds): slot 0 is 60 for sure,
+    // slots 1–9 are 60 with probability ½ (mean 30, variance 900).
+    let uncertain = sow(1e4, 60, RoundsDist(vec![(1, 0.5), (10, 0.5)]), 1e5);
+    // Job B uses 50 for 3 slots and may wait one slot.
+    let b = StatementOfWork {
+        max_wait_s: Some(60.0),
+        ..sow(100.0, 50, RoundsDist::exactly(3), 10_000.0)
+    };
+    let quote_after = |c: &mut AdmissionController, t: f64| {
+        assert!(matches!(
+            c.submit(JobId(1), &uncertain, Time(t)).unwrap(),
+            Admission::Admitted { .. }
+        ));
+        c.quote(&b, Time(t)).unwrap().unwrap()
+    };
+
+    let mut c = controller();
+    let q = quote_after(&mut c, 0.0);
+    // In slot 0 it would be evicted for sure; from slot 1 it is checked at the ends of
+    // slots 1 and 2, where A runs on with probability ½: P(N(30, 30²) + 50 > 100).
+    assert_eq!(q.launch_at, Time(60.0), "{q:?}");
+    assert!((q.eviction_risk - 0.252_492_5).abs() < 1e-5, "{q:?}");
+    let value = 100.0 * (1.0 - 240.0 / 10_000.0);
+    assert!((q.expected_value - (1.0 - q.eviction_risk) * value).abs() < 1e-6);
+    // Price of 3 slots at the posted prices, paid only if it is not evicted.
+    let paid: f64 = (1..4).map(|t| 50.0 * c.prices().price(t)).sum();
+    assert!((q.expected_price - (1.0 - q.eviction_risk) * paid).abs() < 1e-9);
+
+    // A controller that has seen realised capacity stray ±20 % from the forecast widens
+    // the risk: P(N(30, 30² + 20²) + 50 > 100).
+    let mut c = controller();
+    for k in 1..=10 {
+        let realised = if k % 2 == 0 { 80.0 } else { 120.0 };
+        assert!(c.on_slot(Time(60.0 * k as f64), realised).is_empty());
+    }
+    assert!((c.capacity_error() - 0.2).abs() < 1e-9);
+    let q = quote_after(&mut c, 600.0);
+    assert_eq!(q.launch_at, Time(660.0), "{q:?}");
+    assert!((q.eviction_risk - 0.289_546).abs() < 1e-4, "{q:?}");
 }

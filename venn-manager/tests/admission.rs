@@ -469,16 +469,20 @@ async fn a_restarted_manager_keeps_the_admitted_plan_hold_and_commitments() {
         (Some(2), Some(100.0)),
         "{v}"
     );
-    // The urgent job's slots 16–21 are still sold (price 1): a job like it but worth twice
-    // as much does best to start at the next boundary and pay full price for slots 17–21
-    // (on an empty book it would start at once for 6 × 100 × 0.01).
+    // The urgent job's slots 16–21 are still committed: a job like it, worth twice as
+    // much, would be evicted by it in any of them and finishes too late after them, so
+    // it is declined (on an empty book it would start at once for 6 × 100 × 0.01).
     let again = URGENT.replace("1000", "2000");
-    let (_, _, again) = admit(&app, "urgent-again", &again).await;
-    assert_eq!(again["launch_at"], 1020.0, "{again}");
-    assert!(
-        (again["expected_price"].as_f64().unwrap() - 500.0).abs() < 1e-6,
-        "{again}"
-    );
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/jobs",
+        None,
+        Some(&job_with_statement("urgent-again", &again)),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{v}");
+    assert_eq!(v["error"]["quote"]["eviction_risk"], 1.0, "{v}");
     // Still held until 1320 s, then served.
     assert!(check_in(&app, 700).await.get("retry_after_s").is_some());
     clock.advance(320.0);

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::prices::{CapacityForecast, PriceBook};
+use super::risk::{CapacityError, overflow};
 use super::statement::{StatementOfWork, ValueFn};
 use crate::error::CoreError;
 use crate::hash::FastMap;
@@ -76,10 +77,16 @@ impl AdmissionParams {
 pub struct Plan {
     /// When the job may start using devices.
     pub launch_at: Time,
-    /// Expected value at completion under the statement.
+    /// Expected value at completion under the statement, net of the eviction risk.
     pub expected_value: f64,
-    /// Expected payment at the posted prices.
+    /// Expected payment at the posted prices (evicted jobs are refunded, so also net of
+    /// the eviction risk).
     pub expected_price: f64,
+    /// Probability that LIFO eviction ends the job before it completes: earlier plans'
+    /// usage in its slots (mean and variance, normal approximation) against the forecast
+    /// capacity, widened by how far realised capacity has strayed from the forecast.
+    #[serde(default)]
+    pub eviction_risk: f64,
 }
 
 impl Plan {
@@ -201,6 +208,7 @@ pub struct AdmissionController {
     by_seq: BTreeMap<u64, JobId>,
     next_seq: u64,
     stats: AdmissionStats,
+    capacity_error: CapacityError,
 }
 
 /// A statement's per-plan constants.
@@ -210,21 +218,56 @@ struct Shape {
     outcomes: Vec<(f64, f64)>,
 }
 
+/// (probability, slots occupied) per outcome, and P(still running k slots after the
+/// launch slot's start), k = 0, 1, …, for a launch `offset_s` seconds into its slot.
+struct Occupancy {
+    slots: Vec<(f64, usize)>,
+    survival: Vec<f64>,
+}
+
 impl Shape {
-    /// P(still running k slots after the launch slot's start), k = 0, 1, …, for a launch
-    /// `offset_s` seconds into its slot: an outcome of `work` seconds occupies
+    /// An outcome of `work` seconds launched `offset_s` into its slot occupies
     /// `ceil((offset + work) / slot_s)` slots, the slots billing counts.
-    fn survival(&self, offset_s: f64, slot_s: f64) -> Vec<f64> {
+    fn occupancy(&self, offset_s: f64, slot_s: f64) -> Occupancy {
         let slots: Vec<(f64, usize)> = self
             .outcomes
             .iter()
             .map(|(p, work)| (*p, occupied_slots(offset_s + work, slot_s)))
             .collect();
         let l_max = slots.iter().map(|o| o.1).max().unwrap_or(1);
-        (0..l_max)
+        let survival = (0..l_max)
             .map(|k| slots.iter().filter(|o| o.1 > k).map(|o| o.0).sum())
-            .collect()
+            .collect();
+        Occupancy { slots, survival }
     }
+}
+
+/// The maximum of every run of `len` consecutive values (0 for empty runs), one per
+/// start position that leaves a full run: a sliding-window maximum.
+fn range_max(v: &[f64], len: usize) -> Vec<f64> {
+    if len == 0 {
+        return vec![0.0; v.len() + 1];
+    }
+    let mut out = Vec::with_capacity((v.len() + 1).saturating_sub(len));
+    let mut deque: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    for (i, x) in v.iter().enumerate() {
+        while deque.back().is_some_and(|&j| v[j] <= *x) {
+            deque.pop_back();
+        }
+        deque.push_back(i);
+        if deque.front().is_some_and(|&j| j + len <= i) {
+            deque.pop_front();
+        }
+        if i + 1 >= len {
+            out.push(deque.front().map_or(0.0, |&j| v[j]));
+        }
+    }
+    out
+}
+
+/// Mean and variance of a plan's usage in a slot it runs with probability `surv`.
+fn usage_moments(usage: f64, surv: f64) -> (f64, f64) {
+    (usage * surv, usage * usage * surv * (1.0 - surv))
 }
 
 /// Slots touched by a run of `span_s` seconds from the start of a slot (at least one).
@@ -251,6 +294,7 @@ impl AdmissionController {
             by_seq: BTreeMap::new(),
             next_seq: 0,
             stats: AdmissionStats::default(),
+            capacity_error: CapacityError::default(),
         })
     }
 
@@ -277,6 +321,12 @@ impl AdmissionController {
     /// Running totals.
     pub fn stats(&self) -> AdmissionStats {
         self.stats
+    }
+
+    /// Relative standard deviation of realised capacity around the forecast, learnt from
+    /// the slots closed so far (0 before any).
+    pub fn capacity_error(&self) -> f64 {
+        self.capacity_error.relative_sd()
     }
 
     /// An admitted job that has not ended.
@@ -328,12 +378,42 @@ impl AdmissionController {
             .min(self.params.horizon_s);
         let last = self.slot_of(now + wait);
         // A launch now starts partway into the current slot; later ones on a boundary.
-        let first = shape.survival((now.secs() - cur as f64 * slot_s).max(0.0), slot_s);
-        let later = shape.survival(0.0, slot_s);
-        // Every candidate reads the same window of posted prices: compute each once.
-        let window: Vec<f64> = (cur..last + first.len().max(later.len()) as u64)
-            .map(|t| self.book.price(t))
-            .collect();
+        let first = shape.occupancy((now.secs() - cur as f64 * slot_s).max(0.0), slot_s);
+        let later = shape.occupancy(0.0, slot_s);
+        let span = first.survival.len().max(later.survival.len());
+        // Every candidate reads the same window of posted prices and overflow risks:
+        // compute each once, as prefix sums of the job's price (infinite slots counted
+        // apart, so one unbuyable slot does not poison the sums) and, per outcome length,
+        // the worst overflow risk over every run of slots.
+        let capacity_sd = self.capacity_error.relative_sd();
+        let n = (last - cur) as usize + span;
+        let (mut cum, mut unbuyable, mut risk) = (vec![0.0], vec![0u32], Vec::with_capacity(n));
+        for t in cur..cur + n as u64 {
+            let price = shape.usage * self.book.price(t);
+            let finite = price.is_finite();
+            cum.push(cum[cum.len() - 1] + if finite { price } else { 0.0 });
+            unbuyable.push(unbuyable[unbuyable.len() - 1] + u32::from(!finite));
+            let (mean, var) = self.book.committed_with_variance(t);
+            let cap = self.book.forecast().at(t);
+            risk.push(overflow(shape.usage, mean, var, cap, capacity_sd * cap));
+        }
+        let price_of = |i: usize, l: usize| {
+            if unbuyable[i + l] > unbuyable[i] {
+                f64::INFINITY
+            } else {
+                cum[i + l] - cum[i]
+            }
+        };
+        // Overflows in consecutive slots are driven by the same earlier jobs running on,
+        // so they are treated as fully correlated: a run of L slots survives the checks
+        // at the ends of its first L − 1 slots with 1 − (their worst risk). (Treating
+        // them as independent was measured to be far too pessimistic: see SIMULATOR.md.)
+        let mut worst_by_len: Vec<(usize, Vec<f64>)> = Vec::new();
+        for &(_, l) in &later.slots {
+            if !worst_by_len.iter().any(|(len, _)| *len == l - 1) {
+                worst_by_len.push((l - 1, range_max(&risk, l - 1)));
+            }
+        }
         let mut best: Option<Best> = None;
         for s in cur..=last {
             // A job that alone would use more than the planned capacity of a slot it
@@ -341,18 +421,24 @@ impl AdmissionController {
             if self.book.planned_capacity(s) < shape.usage {
                 continue;
             }
-            let survival = if s == cur { &first } else { &later };
+            let i = (s - cur) as usize;
+            let occ = if s == cur { &first } else { &later };
             let start = Time((s as f64 * slot_s).max(now.secs()));
-            let expected_value: f64 = shape
-                .outcomes
-                .iter()
-                .map(|(p, work)| p * sow.value.at(start.secs() + work - now.secs()))
-                .sum();
-            let expected_price: f64 = survival
-                .iter()
-                .enumerate()
-                .map(|(k, surv)| shape.usage * surv * window[(s - cur) as usize + k])
-                .sum();
+            let (mut expected_value, mut expected_price, mut completes) = (0.0, 0.0, 0.0);
+            for ((p, work), &(_, l)) in shape.outcomes.iter().zip(&occ.slots) {
+                let worst = if s == cur {
+                    risk[i..i + l - 1].iter().copied().fold(0.0, f64::max)
+                } else {
+                    worst_by_len
+                        .iter()
+                        .find(|(len, _)| *len == l - 1)
+                        .map_or(0.0, |(_, w)| w[i])
+                };
+                let ok = p * (1.0 - worst);
+                completes += ok;
+                expected_value += ok * sow.value.at(start.secs() + work - now.secs());
+                expected_price += ok * price_of(i, l);
+            }
             if !expected_price.is_finite() {
                 continue;
             }
@@ -360,6 +446,7 @@ impl AdmissionController {
                 launch_at: start,
                 expected_value,
                 expected_price,
+                eviction_risk: (1.0 - completes).clamp(0.0, 1.0),
             };
             if best
                 .as_ref()
@@ -368,7 +455,7 @@ impl AdmissionController {
                 best = Some(Best {
                     plan,
                     slot: s,
-                    survival: survival.clone(),
+                    survival: occ.survival.clone(),
                 });
             }
         }
@@ -446,8 +533,8 @@ impl AdmissionController {
 
     fn insert(&mut self, job: JobId, a: AdmittedJob) {
         for (k, surv) in a.survival.iter().enumerate() {
-            self.book
-                .commit(a.launch_slot + k as u64, a.usage_per_slot * surv);
+            let (mean, var) = usage_moments(a.usage_per_slot, *surv);
+            self.book.commit(a.launch_slot + k as u64, mean, var);
         }
         self.by_seq.insert(a.seq, job);
         self.jobs.insert(job, a);
@@ -466,8 +553,8 @@ impl AdmissionController {
         };
         // Give back what the plan still expected to use in the slots it will not touch.
         for (k, surv) in a.survival.iter().enumerate().skip(used) {
-            self.book
-                .commit(a.launch_slot + k as u64, -a.usage_per_slot * surv);
+            let (mean, var) = usage_moments(a.usage_per_slot, *surv);
+            self.book.commit(a.launch_slot + k as u64, -mean, -var);
         }
         let payment = (0..used)
             .map(|k| a.usage_per_slot * a.prices.get(k).copied().unwrap_or(self.book.price_max()))
@@ -518,6 +605,9 @@ impl AdmissionController {
     /// therefore only ever evicted because of jobs admitted before it, so its eviction
     /// risk is fixed when it is admitted. Evicted jobs are refunded.
     pub fn on_slot(&mut self, now: Time, capacity: f64) -> Vec<Settlement> {
+        let closed = self.slot_of(now).saturating_sub(1);
+        self.capacity_error
+            .observe(self.book.forecast().at(closed), capacity);
         let mut usage = self.running_usage(now);
         let mut evicted = Vec::new();
         let running_desc: Vec<JobId> = self
@@ -545,5 +635,21 @@ impl AdmissionController {
         self.stats.offered += capacity.max(0.0);
         self.book.advance(self.slot_of(now));
         evicted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range_max;
+
+    #[test]
+    fn range_max_is_the_maximum_of_every_full_run() {
+        let v = [0.1, 0.5, 0.2, 0.0, 0.4, 0.3];
+        assert_eq!(range_max(&v, 0), vec![0.0; 7]);
+        assert_eq!(range_max(&v, 1), v.to_vec());
+        assert_eq!(range_max(&v, 2), vec![0.5, 0.5, 0.2, 0.4, 0.4]);
+        assert_eq!(range_max(&v, 3), vec![0.5, 0.5, 0.4, 0.4]);
+        assert_eq!(range_max(&v, 6), vec![0.5]);
+        assert!(range_max(&v, 7).is_empty());
     }
 }

@@ -9,7 +9,10 @@
 //! ([`prices`]: exponential in the expected usage already committed, against the reduced
 //! capacity C' = C(1 − ε/10)), evaluates every launch slot within the job's wait, and
 //! admits the job with the plan that maximises expected value minus expected price — or
-//! declines it with that best plan as a quote when its utility is not positive.
+//! declines it with that best plan as a quote when its utility is not positive. Both are
+//! net of the plan's eviction risk ([`Plan::eviction_risk`]), which the controller reads
+//! from what earlier plans may still use in the job's slots and from how far realised
+//! capacity has strayed from the forecast: an evicted job earns nothing and pays nothing.
 //!
 //! Admitted jobs pay, per slot they actually use, the price posted for that slot when they
 //! were admitted (past the longest outcome they stated, the price ceiling). When the
@@ -19,14 +22,15 @@
 //! Why misreporting does not pay: prices are fixed before a job arrives, a job pays for
 //! the usage it really has, and LIFO means only earlier jobs can push it out — so its
 //! report changes nothing but which plan is chosen for it, and the truthful report picks
-//! the plan with the best expected utility for its true distribution (up to the small
-//! eviction risk the slack ε keeps rare). `venn-sim admission-ic` checks this empirically.
+//! the plan with the best expected utility for its true distribution, eviction risk
+//! included (the risk is estimated, so this holds as far as the estimate is right). `venn-sim admission-ic` checks this empirically.
 //!
 //! The controller is sans-IO like the rest of the core: the simulator and the HTTP
 //! manager feed it statements, slot ticks with realised capacity, and job completions.
 
 mod controller;
 pub mod prices;
+mod risk;
 mod statement;
 
 pub use controller::{

@@ -11,6 +11,9 @@
 //! p_max per unit of usage never buys past C', and the welfare lost to early cheap sales
 //! is at most a factor O(log(p_max/p_min)). Prices depend only on plans admitted *before*
 //! a job arrives, which is what makes them posted (and the mechanism truthful).
+//!
+//! Beside the expected usage y_t the book keeps its variance (committed plans run a slot
+//! or not independently), from which the controller reads a plan's eviction risk.
 
 use std::collections::VecDeque;
 
@@ -37,7 +40,7 @@ impl CapacityForecast {
     }
 }
 
-/// Committed expected usage per slot and the prices it implies.
+/// Committed expected usage (and its variance) per slot and the prices it implies.
 #[derive(Clone, Debug)]
 pub struct PriceBook {
     price_min: f64,
@@ -46,7 +49,8 @@ pub struct PriceBook {
     forecast: CapacityForecast,
     /// Absolute index of `committed[0]`.
     base: u64,
-    committed: VecDeque<f64>,
+    /// (expected usage, variance of usage) per slot.
+    committed: VecDeque<(f64, f64)>,
 }
 
 impl PriceBook {
@@ -79,10 +83,15 @@ impl PriceBook {
 
     /// Expected usage committed to `slot`.
     pub fn committed(&self, slot: u64) -> f64 {
+        self.committed_with_variance(slot).0
+    }
+
+    /// Expected usage committed to `slot` and its variance.
+    pub fn committed_with_variance(&self, slot: u64) -> (f64, f64) {
         slot.checked_sub(self.base)
             .and_then(|i| self.committed.get(i as usize))
             .copied()
-            .unwrap_or(0.0)
+            .unwrap_or((0.0, 0.0))
     }
 
     /// Posted price of one unit of usage in `slot` (infinite where no capacity is planned).
@@ -99,16 +108,18 @@ impl PriceBook {
         self.price_max
     }
 
-    /// Adds (or, negative, releases) expected usage in `slot`; past slots are ignored.
-    pub fn commit(&mut self, slot: u64, amount: f64) {
+    /// Adds (or, negative, releases) expected usage `amount` with variance `variance` in
+    /// `slot`; past slots are ignored.
+    pub fn commit(&mut self, slot: u64, amount: f64, variance: f64) {
         let Some(i) = slot.checked_sub(self.base) else {
             return;
         };
         let i = i as usize;
         if self.committed.len() <= i {
-            self.committed.resize(i + 1, 0.0);
+            self.committed.resize(i + 1, (0.0, 0.0));
         }
-        self.committed[i] = (self.committed[i] + amount).max(0.0);
+        let (m, v) = self.committed[i];
+        self.committed[i] = ((m + amount).max(0.0), (v + variance).max(0.0));
     }
 
     /// Forgets slots before `slot`.
@@ -128,19 +139,20 @@ mod tests {
     fn price_rises_from_min_to_max_at_planned_capacity() {
         let mut b = PriceBook::new(0.01, 1.0, 0.95, CapacityForecast::Flat(100.0));
         assert!((b.price(3) - 0.01).abs() < 1e-12);
-        b.commit(3, 47.5);
+        b.commit(3, 47.5, 10.0);
         assert!(
             (b.price(3) - 0.1).abs() < 1e-9,
             "half of C' = 95: sqrt(100)·p_min"
         );
-        b.commit(3, 47.5);
+        b.commit(3, 47.5, 5.0);
         assert!((b.price(3) - 1.0).abs() < 1e-9);
+        assert_eq!(b.committed_with_variance(3), (95.0, 15.0));
         assert!((b.price(4) - 0.01).abs() < 1e-12);
-        b.commit(3, -200.0);
-        assert_eq!(b.committed(3), 0.0);
+        b.commit(3, -200.0, -100.0);
+        assert_eq!(b.committed_with_variance(3), (0.0, 0.0));
         b.advance(4);
         assert_eq!(b.committed(3), 0.0);
-        b.commit(2, 5.0);
+        b.commit(2, 5.0, 1.0);
         assert_eq!(b.committed(2), 0.0, "past slots take no commitments");
     }
 

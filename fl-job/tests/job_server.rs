@@ -4,7 +4,7 @@
 
 use fl_job::runner::{JobShared, ManagerApi, OpenSlot, router};
 use fl_job::task::Registry;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -61,6 +61,7 @@ async fn rig(name: &str) -> Rig {
         notify: Notify::new(),
         opened: Notify::new(),
         submitting: AtomicBool::new(false),
+        closed: AtomicU64::new(0),
     });
     let job_url = serve(router(shared.clone(), 1 << 20)).await;
     let (api, _) = ManagerApi::register(
@@ -190,4 +191,28 @@ async fn a_token_of_an_earlier_round_is_refused_at_once() {
 
     let (status, body) = get_plan(&rig.job_url, "not-a-token").await;
     assert_eq!(status, 401, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_waiting_through_a_close_is_refused() {
+    let rig = rig("closing").await;
+    rig.shared.submitting.store(true, Ordering::SeqCst);
+    let round = submit(&rig.api).await;
+    let a = assigned(&rig.manager, 3);
+    let (url, token) = (rig.job_url.clone(), a.task_token.clone());
+    let fetch = tokio::spawn(async move { get_plan(&url, &token).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!fetch.is_finished());
+    // A slot closes meanwhile (an aborted round is retried under the same number): a
+    // token looked up before the close must not enter what opens after it.
+    rig.shared.closed.fetch_add(1, Ordering::SeqCst);
+    open_slot(&rig.shared, round);
+    let (status, body) = tokio::time::timeout(Duration::from_secs(10), fetch)
+        .await
+        .expect("answered")
+        .unwrap();
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (409, &"round_closed".into())
+    );
 }

@@ -4,19 +4,23 @@
 //!
 //! - **Forecast.** The capacity the controller prices against is the check-in rate of all
 //!   devices in the supply estimator's window times the slot length
-//!   ([`CapacityForecast::Flat`]); the server's 1 s ticker refreshes it.
+//!   ([`CapacityForecast::Flat`]; until a whole slot has been observed, the check-ins seen
+//!   so far); the server's 1 s ticker refreshes it.
 //! - **Realised capacity.** When the ticker sees a slot boundary it closes each slot that
 //!   ended with [`AdmissionController::on_slot`]`(slot end, forecast)`: the supply
 //!   estimator's smoothed rate, as the simulator judges against a trailing one-day mean,
 //!   so a quiet night slot does not evict jobs whose usage is stated as a rate. Slots this
 //!   process watched less than half of (it started late in them, or was down) and slots
 //!   before any supply was seen are not judged. Check-ins are still counted per slot for
-//!   `/v1/status`.
+//!   `/v1/status`. The controller learns its capacity error from the forecast in force
+//!   when each slot began against the one the slot is judged by, and widens plans'
+//!   eviction risk by it.
 //! - **Evictions** come back as [`Settlement`]s; the service removes those jobs from the
 //!   core and marks them `evicted` in SQLite.
-//! - **Bounds.** Planning a statement costs (launch slots in the horizon) × (outcomes ×
-//!   value points + slots of the longest outcome), under the manager's lock, so
-//!   [`check_statement`] caps what one statement may ask for.
+//! - **Bounds.** Planning a statement costs one pass over the horizon plus its longest
+//!   outcome (prices and overflow risks), one sliding-window pass per distinct outcome
+//!   length, and (launch slots in the horizon) × (outcomes × value points), under the
+//!   manager's lock, so [`check_statement`] caps what one statement may ask for.
 //!
 //! The controller's running totals ([`AdmissionStats`]) count from this process's start;
 //! admitted jobs themselves survive restarts (the service persists each [`AdmittedJob`]
@@ -69,11 +73,17 @@ pub fn check_statement(sow: &StatementOfWork, params: &AdmissionParams) -> Resul
 }
 
 /// Expected device check-ins per slot: the check-in rate of every device in the supply
-/// estimator's window times `slot_s` (0 before any device has checked in).
+/// estimator's window times `slot_s` (0 before any device has checked in). Until a whole
+/// slot has been observed it is the check-ins seen so far rather than a rate
+/// extrapolated from the first seconds: devices come in waves, and over-admitting in a
+/// young manager's first minutes would end in evictions.
 pub fn supply_forecast(core: &ResourceManager, now: Time, slot_s: f64) -> f64 {
     let supply = core.supply();
     let seen: u64 = supply.classes().iter().map(|c| c.in_window).sum();
-    seen as f64 / supply.effective_window(now) * slot_s
+    let span = supply
+        .effective_window(now)
+        .max(slot_s.min(supply.config().window_s));
+    seen as f64 / span * slot_s
 }
 
 /// The controller and the slot bookkeeping around it.
@@ -90,6 +100,9 @@ pub struct AdmissionState {
     forecast: f64,
     /// Whether any supply has been seen since start (slots before are not judged).
     supply_seen: bool,
+    /// The forecast in force when each open slot began — what its plans were priced
+    /// against — so the controller learns how far realised capacity strays from it.
+    planned_with: BTreeMap<u64, f64>,
 }
 
 /// Admission control as `/v1/status` shows it.
@@ -130,6 +143,7 @@ impl AdmissionState {
             observed_from: now,
             forecast,
             supply_seen: forecast > 0.0,
+            planned_with: BTreeMap::new(),
         })
     }
 
@@ -155,6 +169,8 @@ impl AdmissionState {
         self.forecast = supply_forecast(core, now, self.ctl.params().slot_s);
         self.supply_seen |= self.forecast > 0.0;
         self.ctl.set_forecast(CapacityForecast::Flat(self.forecast));
+        let slot = self.ctl.slot_of(now).max(self.open_slot);
+        self.planned_with.entry(slot).or_insert(self.forecast);
         self.forecast
     }
 
@@ -176,8 +192,13 @@ impl AdmissionState {
             self.seen.remove(&slot);
             let end = (slot + 1) as f64 * slot_s;
             let observed = end - (slot as f64 * slot_s).max(self.observed_from.secs());
+            let planned = self.planned_with.remove(&slot).unwrap_or(self.forecast);
             if observed >= 0.5 * slot_s && self.supply_seen {
+                // The slot is judged against today's smoothed supply; the error learnt
+                // is between that and the forecast its plans were priced against.
+                self.ctl.set_forecast(CapacityForecast::Flat(planned));
                 let out = self.ctl.on_slot(Time(end), self.forecast);
+                self.ctl.set_forecast(CapacityForecast::Flat(self.forecast));
                 tracing::debug!(
                     slot,
                     capacity = self.forecast,
@@ -188,6 +209,8 @@ impl AdmissionState {
             }
             self.open_slot = slot + 1;
         }
+        // Slots skipped by a stalled process leave no forecasts behind.
+        self.planned_with = self.planned_with.split_off(&self.open_slot);
         evicted
     }
 

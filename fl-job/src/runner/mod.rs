@@ -18,7 +18,7 @@ use crate::task::{FlTask, ServerState};
 use datasets::Samples;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
@@ -69,6 +69,7 @@ pub async fn run_job(
         notify: Notify::new(),
         opened: Notify::new(),
         submitting: AtomicBool::new(false),
+        closed: AtomicU64::new(0),
     });
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
@@ -140,23 +141,25 @@ async fn rounds_loop(
                     min_response_fraction: cfg.min_response_fraction,
                 })
                 .await;
-            let sub = {
+            let opened = {
                 let mut slot = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
                 shared.submitting.store(false, Ordering::SeqCst);
-                let sub = sub?;
-                *slot = Some(OpenSlot {
-                    round: sub.round,
-                    seed: cfg
-                        .seed
-                        .wrapping_mul(1_000_003)
-                        .wrapping_add(u64::from(sub.round) * 7919 + u64::from(sub.attempt)),
-                    accepted: Vec::new(),
-                    verified: Default::default(),
-                    uploaded: Default::default(),
-                });
-                sub
+                sub.inspect(|sub| {
+                    *slot = Some(OpenSlot {
+                        round: sub.round,
+                        seed: cfg
+                            .seed
+                            .wrapping_mul(1_000_003)
+                            .wrapping_add(u64::from(sub.round) * 7919 + u64::from(sub.attempt)),
+                        accepted: Vec::new(),
+                        verified: Default::default(),
+                        uploaded: Default::default(),
+                    });
+                })
             };
+            // Devices waiting for this round learn either way (on failure: refused).
             shared.opened.notify_waiters();
+            let sub = opened?;
             let deadline = tokio::time::Instant::now()
                 + Duration::from_secs_f64((sub.deadline - epoch_now()).max(0.0));
             let enough = loop {
@@ -174,7 +177,11 @@ async fn rounds_loop(
                     break false;
                 }
             };
-            let slot = shared.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let slot = {
+                let mut g = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+                shared.closed.fetch_add(1, Ordering::SeqCst);
+                g.take()
+            };
             let outcome = if enough {
                 RoundOutcome::Success
             } else {

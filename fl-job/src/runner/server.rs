@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -53,6 +53,10 @@ pub struct JobShared {
     /// A round submission is in flight: the manager may already be handing out its tasks.
     /// Set before the submit; cleared under the slot lock when the slot opens.
     pub submitting: AtomicBool,
+    /// Slots taken (closed) so far, bumped under the slot lock: a token looked up before
+    /// a close cannot be admitted into whatever opens after it (an aborted round is
+    /// retried under the same round number).
+    pub closed: AtomicU64,
 }
 
 /// How long a device holding a live token waits for the job to open that token's round
@@ -91,10 +95,11 @@ impl JobShared {
                 "job not registered yet",
             )
         })?;
+        let closed = self.closed.load(Ordering::SeqCst);
         let owner = api.task_owner(&token).await.map_err(AppError::internal)?;
         match owner {
             Some((job, round, device)) if job == api.job_id => {
-                self.await_round(token, round, device).await
+                self.await_round(token, round, device, closed).await
             }
             Some(_) => Err(round_closed("the token belongs to another job")),
             None => Err(AppError::unauthorized(
@@ -103,14 +108,16 @@ impl JobShared {
         }
     }
 
-    /// Records `token` as verified once `round` is the open slot. Refuses at once when
-    /// another round is open or none is being submitted (a straggler of a closed round
-    /// must not hold its upload here), and after [`OPEN_GRACE`].
+    /// Records `token` as verified once `round` is the open slot. Refuses at once when a
+    /// slot closed since the token was looked up (`closed` then), when another round is
+    /// open, or when none is being submitted (a straggler of a closed round must not
+    /// hold its upload here); and after [`OPEN_GRACE`].
     async fn await_round(
         &self,
         token: String,
         round: u32,
         device: u64,
+        closed: u64,
     ) -> Result<(u32, u64), AppError> {
         let deadline = tokio::time::Instant::now() + OPEN_GRACE;
         loop {
@@ -119,6 +126,9 @@ impl JobShared {
             {
                 let mut g = self.lock_slot();
                 match g.as_mut() {
+                    _ if self.closed.load(Ordering::SeqCst) != closed => {
+                        return Err(round_closed("the round closed"));
+                    }
                     Some(s) if s.round == round => {
                         s.verified.insert(token, device);
                         return Ok((round, device));

@@ -267,6 +267,9 @@ fn range_max(v: &[f64], len: usize) -> Vec<f64> {
 
 /// Mean and variance of a plan's usage in a slot it runs with probability `surv`.
 fn usage_moments(usage: f64, surv: f64) -> (f64, f64) {
+    // Stated probabilities may sum to 1 ± 1e-6: keep the variance non-negative so that
+    // release undoes commit exactly.
+    let surv = surv.clamp(0.0, 1.0);
     (usage * surv, usage * usage * surv * (1.0 - surv))
 }
 
@@ -404,16 +407,32 @@ impl AdmissionController {
                 cum[i + l] - cum[i]
             }
         };
-        // Overflows in consecutive slots are driven by the same earlier jobs running on,
-        // so they are treated as fully correlated: a run of L slots survives the checks
-        // at the ends of its first L − 1 slots with 1 − (their worst risk). (Treating
-        // them as independent was measured to be far too pessimistic: see SIMULATOR.md.)
-        let mut worst_by_len: Vec<(usize, Vec<f64>)> = Vec::new();
-        for &(_, l) in &later.slots {
-            if !worst_by_len.iter().any(|(len, _)| *len == l - 1) {
-                worst_by_len.push((l - 1, range_max(&risk, l - 1)));
-            }
-        }
+        // A run of L slots is checked at the ends of its first L − 1 slots, and the
+        // check at the end of slot t counts the jobs still running into t + 1: the risks
+        // that matter are those of the L − 1 slots after the launch slot. Overflows in
+        // consecutive slots are driven by the same earlier jobs running on, so they are
+        // treated as fully correlated: the run survives with 1 − (their worst risk).
+        // (Treating them as independent was measured to be far too pessimistic: see
+        // SIMULATOR.md, "Eviction risk in plans".)
+        let ahead = &risk[1..];
+        let candidates = (last - cur) as usize + 1;
+        let mut worst_runs: Vec<(usize, Vec<f64>)> = Vec::new();
+        let worst_of: Vec<usize> = later
+            .slots
+            .iter()
+            .map(|&(_, l)| {
+                let len = l - 1;
+                worst_runs
+                    .iter()
+                    .position(|(k, _)| *k == len)
+                    .unwrap_or_else(|| {
+                        // Just long enough for one run per later candidate.
+                        let end = (candidates + len).saturating_sub(1).min(ahead.len());
+                        worst_runs.push((len, range_max(&ahead[..end], len)));
+                        worst_runs.len() - 1
+                    })
+            })
+            .collect();
         let mut best: Option<Best> = None;
         for s in cur..=last {
             // A job that alone would use more than the planned capacity of a slot it
@@ -425,14 +444,11 @@ impl AdmissionController {
             let occ = if s == cur { &first } else { &later };
             let start = Time((s as f64 * slot_s).max(now.secs()));
             let (mut expected_value, mut expected_price, mut completes) = (0.0, 0.0, 0.0);
-            for ((p, work), &(_, l)) in shape.outcomes.iter().zip(&occ.slots) {
+            for (o, ((p, work), &(_, l))) in shape.outcomes.iter().zip(&occ.slots).enumerate() {
                 let worst = if s == cur {
-                    risk[i..i + l - 1].iter().copied().fold(0.0, f64::max)
+                    ahead[i..i + l - 1].iter().copied().fold(0.0, f64::max)
                 } else {
-                    worst_by_len
-                        .iter()
-                        .find(|(len, _)| *len == l - 1)
-                        .map_or(0.0, |(_, w)| w[i])
+                    worst_runs[worst_of[o]].1[i]
                 };
                 let ok = p * (1.0 - worst);
                 completes += ok;
@@ -495,8 +511,10 @@ impl AdmissionController {
             return Ok(Admission::Declined {
                 quote: Some(plan),
                 reason: format!(
-                    "the best plan costs {:.4} for an expected value of {:.4}",
-                    plan.expected_price, plan.expected_value
+                    "the best plan costs {:.4} for an expected value of {:.4} (eviction risk {:.1} %)",
+                    plan.expected_price,
+                    plan.expected_value,
+                    100.0 * plan.eviction_risk
                 ),
             });
         }

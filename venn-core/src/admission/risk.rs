@@ -44,6 +44,10 @@ impl CapacityError {
 pub fn overflow(own: f64, mean: f64, variance: f64, capacity: f64, capacity_sd: f64) -> f64 {
     let margin = capacity - own - mean;
     let var = variance.max(0.0) + capacity_sd * capacity_sd;
+    if margin.is_nan() || var.is_nan() || var.is_infinite() {
+        // Nothing sensible is known about this slot: plan as if it overflowed.
+        return 1.0;
+    }
     if var <= 1e-12 {
         return if margin < -1e-9 { 1.0 } else { 0.0 };
     }
@@ -90,6 +94,7 @@ mod tests {
         assert!((q - 0.252_492_5).abs() < 1e-6, "{q}");
         assert_eq!(overflow(50.0, 30.0, 0.0, 100.0, 0.0), 0.0);
         assert_eq!(overflow(80.0, 30.0, 0.0, 100.0, 0.0), 1.0);
+        assert_eq!(overflow(80.0, 30.0, f64::NAN, 100.0, 0.0), 1.0);
         // Capacity noise alone makes a full slot a coin toss.
         let q = overflow(50.0, 50.0, 0.0, 100.0, 10.0);
         assert!((q - 0.5).abs() < 1e-6, "{q}");

@@ -250,3 +250,66 @@ fn shipped_experiment_configs_parse() {
         toml::from_str(&std::fs::read_to_string(dir.join("job.toml")).unwrap()).unwrap();
     job.validate().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_early_reports_how_far_each_job_got() {
+    let toml = r#"
+name = "stopped"
+max_minutes = 4
+[devices]
+count = 20
+compress = 1000
+[[jobs]]
+name = "long"
+task = "softmax-fedavgm"
+rounds = 1000
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+[[jobs]]
+name = "later"
+task = "softmax-fedavgm"
+arrival_s = 600
+rounds = 2
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+"#;
+    let cfg = LabConfig::parse(toml, Path::new("stopped.toml")).unwrap();
+    let out = out_dir("stopped");
+    // Cancel (as Ctrl-C does) once the long job has written two rounds.
+    let csv = out.join("jobs").join("long.csv");
+    let watched = csv.clone();
+    let cancel = async move {
+        while rows(&watched) < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    let r = run_experiment(
+        &cfg,
+        "venn",
+        &out,
+        Arc::new(fixture(20, 12)),
+        registry(),
+        cancel,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.stopped_early.as_deref(), Some("cancelled"));
+    assert_eq!(r.jobs_finished, 0);
+    let job = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap();
+    let long = job("long");
+    assert!(!long.finished);
+    assert_eq!(long.error.as_deref(), Some("unfinished: cancelled"));
+    assert!(
+        long.rounds >= 2 && long.rounds == rows(&csv),
+        "{}",
+        r.table()
+    );
+    assert_eq!(long.history.len(), long.rounds);
+    assert!(long.final_accuracy.is_some());
+    let later = job("later");
+    assert_eq!((later.rounds, later.finished), (0, false), "never arrived");
+    assert!(r.table().contains("long"), "{}", r.table());
+}

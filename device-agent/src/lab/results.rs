@@ -41,6 +41,23 @@ impl JobOutcome {
         }
     }
 
+    /// A job the run stopped (`why`) before it finished: its rounds so far, read back from
+    /// the CSV it appends a row to per round (none if it had not started).
+    pub(crate) fn unfinished(name: &str, csv: &Path, why: &str) -> Self {
+        let history: Vec<RoundRow> = csv::Reader::from_path(csv)
+            .map(|mut r| r.deserialize().filter_map(Result::ok).collect())
+            .unwrap_or_default();
+        JobOutcome {
+            name: name.into(),
+            finished: false,
+            jct_s: None,
+            rounds: history.len(),
+            final_accuracy: history.last().map(|x| x.accuracy),
+            history,
+            error: Some(format!("unfinished: {why}")),
+        }
+    }
+
     pub(crate) fn failed(name: &str, error: String) -> Self {
         JobOutcome {
             name: name.into(),

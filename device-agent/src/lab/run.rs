@@ -106,7 +106,7 @@ pub async fn run_experiment(
         let opts = RunOptions {
             manager: base.clone(),
             listen: "127.0.0.1:0".parse().expect("literal"),
-            csv: Some(job_csv(out, &lj.job.name)),
+            csv: Some(fresh_job_csv(out, &lj.job.name)),
             t0,
         };
         let (job, arrival) = (lj.job.clone(), lj.arrival_s);
@@ -154,6 +154,16 @@ pub async fn run_experiment(
         }
     }
     jobs.abort_all();
+    while jobs.join_next().await.is_some() {}
+    if let Some(why) = stopped_early {
+        // Jobs cut short still report how far they got.
+        for lj in &cfg.jobs {
+            if !outcomes.iter().any(|o| o.name == lj.job.name) {
+                let csv = job_csv(out, &lj.job.name);
+                outcomes.push(JobOutcome::unfinished(&lj.job.name, &csv, why));
+            }
+        }
+    }
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -173,6 +183,7 @@ pub async fn run_experiment(
     Ok(result)
 }
 
+/// Where job `name` appends its rounds.
 fn job_csv(out: &Path, name: &str) -> PathBuf {
     let safe: String = name
         .chars()
@@ -184,7 +195,12 @@ fn job_csv(out: &Path, name: &str) -> PathBuf {
             }
         })
         .collect();
-    let p = out.join("jobs").join(format!("{safe}.csv"));
+    out.join("jobs").join(format!("{safe}.csv"))
+}
+
+/// [`job_csv`], emptied of a previous run's rows.
+fn fresh_job_csv(out: &Path, name: &str) -> PathBuf {
+    let p = job_csv(out, name);
     let _ = std::fs::remove_file(&p);
     p
 }

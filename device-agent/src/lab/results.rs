@@ -151,8 +151,16 @@ impl LabResult {
                 .map(|r| format!(", stopped: {r}"))
                 .unwrap_or_default()
         );
+        // The name column fits the longest job name.
+        let w = self
+            .jobs
+            .iter()
+            .map(|j| j.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(20);
         let mut head = format!(
-            "{:<20} {:>8} {:>7} {:>9}",
+            "{:<w$} {:>8} {:>7} {:>9}",
             "job", "JCT s", "rounds", "final acc"
         );
         for (a, _, _) in &self.avg_tta_s {
@@ -162,7 +170,7 @@ impl LabResult {
         let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
         for j in &self.jobs {
             let mut line = format!(
-                "{:<20} {:>8} {:>7} {:>9}",
+                "{:<w$} {:>8} {:>7} {:>9}",
                 j.name,
                 f(j.jct_s),
                 j.rounds,
@@ -175,7 +183,7 @@ impl LabResult {
             let _ = writeln!(s, "{line}");
         }
         let mut line = format!(
-            "{:<20} {:>8} {:>7} {:>9}",
+            "{:<w$} {:>8} {:>7} {:>9}",
             "average",
             f(self.avg_jct_s),
             "",

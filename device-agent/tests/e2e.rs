@@ -54,6 +54,15 @@ fn out_dir(name: &str) -> std::path::PathBuf {
 /// Parses `toml` as experiment `name`, runs it under venn with 20 fixture writers and
 /// returns the result and its output folder.
 async fn run_lab(name: &str, toml: &str) -> (LabResult, std::path::PathBuf) {
+    run_lab_until(name, toml, |_| std::future::pending()).await
+}
+
+/// [`run_lab`], cancelled (as by Ctrl-C) when the future `cancel(out)` resolves.
+async fn run_lab_until<F: std::future::Future<Output = ()>>(
+    name: &str,
+    toml: &str,
+    cancel: impl FnOnce(&Path) -> F,
+) -> (LabResult, std::path::PathBuf) {
     let cfg = LabConfig::parse(toml, Path::new(&format!("{name}.toml"))).unwrap();
     let out = out_dir(name);
     let r = run_experiment(
@@ -62,7 +71,7 @@ async fn run_lab(name: &str, toml: &str) -> (LabResult, std::path::PathBuf) {
         &out,
         Arc::new(fixture(20, 12)),
         registry(),
-        std::future::pending(),
+        cancel(&out),
         false,
     )
     .await
@@ -275,27 +284,17 @@ target_participants = 4
 deadline_s = 30
 eval_writers = 5
 "#;
-    let cfg = LabConfig::parse(toml, Path::new("stopped.toml")).unwrap();
-    let out = out_dir("stopped");
-    // Cancel (as Ctrl-C does) once the long job has written two rounds.
-    let csv = out.join("jobs").join("long.csv");
-    let watched = csv.clone();
-    let cancel = async move {
-        while rows(&watched) < 2 {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    // Cancel once the long job has written two rounds.
+    let (r, out) = run_lab_until("stopped", toml, |out| {
+        let watched = out.join("jobs").join("long.csv");
+        async move {
+            while rows(&watched) < 2 {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
         }
-    };
-    let r = run_experiment(
-        &cfg,
-        "venn",
-        &out,
-        Arc::new(fixture(20, 12)),
-        registry(),
-        cancel,
-        false,
-    )
-    .await
-    .unwrap();
+    })
+    .await;
+    let csv = out.join("jobs").join("long.csv");
     assert_eq!(r.stopped_early.as_deref(), Some("cancelled"));
     assert_eq!(r.jobs_finished, 0);
     let job = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap();

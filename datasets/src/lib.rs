@@ -19,4 +19,4 @@ pub use femnist::{DATA_ENV, Femnist, Stats, WriterSet, locate};
 pub use labels::{NUM_CLASSES, char_label, label_char};
 pub use leaf::{IMAGE_PIXELS, Writer, leaf_files, parse_leaf, read_leaf, read_leaf_file};
 pub use samples::{Batch, SampleView, Samples, model_pixel};
-pub use shuffle::{SplitMix64, shuffle, shuffled_indices};
+pub use shuffle::{SeededRng, shuffle, shuffled_indices};

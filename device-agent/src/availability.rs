@@ -23,7 +23,7 @@ use std::path::Path;
 use std::time::Duration;
 use thiserror::Error;
 use tokio::time::Instant;
-use venn_sim::input::{AvailabilityTrace, CheckInRow, InputError, SyntheticOptions};
+use venn_traces::{AvailabilityTrace, CheckInRow, InputError, SyntheticOptions};
 
 /// Why availability could not be built.
 #[derive(Debug, Error)]
@@ -84,7 +84,7 @@ pub struct SessionOptions {
 impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
-            grace_s: venn_sim::input::availability::DEFAULT_GRACE_S,
+            grace_s: venn_traces::availability::DEFAULT_GRACE_S,
         }
     }
 }

@@ -1,17 +1,15 @@
-//! Emulates a population of edge devices in one process: each checks in with the
-//! manager, trains its assigned task on its own FEMNIST writers, and reports or drops off.
-//! Also home of `venn-lab`, which runs whole local experiments and load tests.
+//! # device-agent — an emulated device population
+//!
+//! Emulates a population of edge devices in one process: each checks in with the manager,
+//! trains its assigned task on its own FEMNIST writers, and reports or drops off when its
+//! availability session ends. Devices speak the protocol of `venn-api` through its typed
+//! clients; profiles and availability come from `venn-traces`.
 //!
 //! ## Layout
-//! - [`client`]: HTTP client of the manager's device endpoints.
 //! - [`population`]: device profiles from the shared traces (or synthetic).
-//! - [`load`]: the check-in load generator (`venn-lab load`).
-//! - [`agent`], [`availability`]: the device loop and online sessions (`device-agent`).
-//! - [`lab`]: whole experiments: manager + jobs + devices on loopback (`venn-lab run`).
+//! - [`availability`]: online sessions from a trace or the synthetic generator.
+//! - [`agent`]: the device loop (check in, fetch, train, wait, upload or drop off).
 
 pub mod agent;
 pub mod availability;
-pub mod client;
-pub mod lab;
-pub mod load;
 pub mod population;

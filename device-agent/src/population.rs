@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use venn_core::DeviceProfile;
-use venn_sim::input::{DeviceCatalog, InputError};
+use venn_traces::{DeviceCatalog, InputError};
 
 /// Profiles of `n` devices: device i gets capacity row `i mod 992` and eligibility row
 /// `i mod 959` of the traces in `traces_dir`, with benchmark scores that meet exactly its
@@ -16,7 +16,7 @@ pub fn from_traces(traces_dir: &Path, n: usize) -> Result<Vec<DeviceProfile>, In
             let hw = catalog
                 .specs
                 .hardware_for(p.eligible)
-                .unwrap_or(venn_sim::input::Hardware {
+                .unwrap_or(venn_traces::Hardware {
                     fp16_memory: 0.0,
                     cpu_f: 0.0,
                     android_os: 0.0,

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use burn::tensor::Device;
-use datasets::{IMAGE_PIXELS, Samples, SplitMix64};
+use datasets::{IMAGE_PIXELS, Samples, SeededRng};
 use serde::{Deserialize, Serialize};
 
 use crate::config::TrainConfig;
@@ -37,7 +37,7 @@ pub struct BenchRow {
 
 /// Random images with random labels; speed does not depend on the data.
 fn noise(n: usize, seed: u64) -> Samples {
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = SeededRng::new(seed);
     Samples {
         images: (0..n * IMAGE_PIXELS)
             .map(|_| rng.next_u64() as u8)

@@ -18,7 +18,14 @@ pub enum FlError {
     /// The backend failed to read a tensor back.
     #[error("tensor read: {0}")]
     Tensor(String),
-    /// The manager refused or could not be reached.
+    /// The manager (or the network) failed the job: the typed answer, so a declined
+    /// job's quote survives ([`ClientError::quote`](venn_api::client::ClientError::quote)).
+    #[error(transparent)]
+    Api(#[from] venn_api::client::ClientError),
+    /// The job's own server could not start or serve.
+    #[error("job server: {0}")]
+    Server(String),
+    /// The manager broke the protocol (e.g. a round number it should not have).
     #[error("manager: {0}")]
     Manager(String),
     /// A file could not be written or read.

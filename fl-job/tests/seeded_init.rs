@@ -52,10 +52,10 @@ fn seeded_init_is_reproducible_while_other_jobs_initialise_and_devices_train() {
                 })
             })
             .collect();
-        let inits: Vec<_> = (0..6)
+        let inits: Vec<_> = (0..6u32)
             .map(|i| {
                 let task = task.clone();
-                s.spawn(move || task.init(if i % 2 == 0 { 7 } else { 8 }).unwrap())
+                s.spawn(move || task.init(if i.is_multiple_of(2) { 7 } else { 8 }).unwrap())
             })
             .collect();
         let out = inits.into_iter().map(|h| h.join().unwrap()).collect();
@@ -66,7 +66,7 @@ fn seeded_init_is_reproducible_while_other_jobs_initialise_and_devices_train() {
         out
     });
     for (i, blob) in blobs.iter().enumerate() {
-        let want = if i % 2 == 0 { &reference } else { &other };
+        let want = if i.is_multiple_of(2) { &reference } else { &other };
         assert!(values(blob) == *want, "job {i} lost its seed's weights");
     }
 }

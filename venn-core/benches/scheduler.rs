@@ -27,7 +27,7 @@ fn profile(i: usize) -> DeviceProfile {
             20.0 + (i % 17) as f64 * 10.0,
             2000.0 + (i % 13) as f64 * 1500.0,
         );
-    if i % 3 != 0 {
+    if !i.is_multiple_of(3) {
         p.tags.push("wifi".into());
     }
     p

@@ -1,5 +1,7 @@
-//! A fast non-cryptographic hasher for the core's internal maps (keys are ids and
-//! profile fields chosen by trusted drivers, so HashDoS resistance is not needed).
+//! A fast non-cryptographic hasher for the core's internal maps, whose keys are ids the
+//! core or a trusted driver chose (job ids, group sets, class hashes), so HashDoS
+//! resistance is not needed there. Device profiles, which come from the network, are
+//! hashed with a keyed hasher instead (see `supply.rs`).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

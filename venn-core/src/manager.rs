@@ -427,6 +427,12 @@ impl ResourceManager {
         &self.supply
     }
 
+    /// Keys the hash of device profiles (see [`SupplyEstimator::set_hash_key`]): a live
+    /// driver passes a random key so that clients cannot flood one hash bucket.
+    pub fn set_profile_hash_key(&mut self, key: u64) {
+        self.supply.set_hash_key(key);
+    }
+
     /// The policy's name.
     pub fn policy_name(&self) -> &'static str {
         self.policy.name()

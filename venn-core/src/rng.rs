@@ -1,7 +1,15 @@
-//! The core's own seeded random number generator (xoshiro256** seeded by SplitMix64).
+//! The testbed's one family of seeded random number generators: xoshiro256** seeded by
+//! SplitMix64, with [`derive_seed`] to split one seed into independent streams.
 //!
 //! The core owns its randomness so that a run is reproducible from one seed whatever
 //! crate versions the drivers use; a tiny in-house generator keeps that promise stable.
+//! Every other reproducible stream of the live testbed draws from it too: the order a
+//! device shuffles its samples in (`datasets`), each emulated device's jitter and
+//! drop-offs and its training seed (`device-agent`). The one exception is the
+//! simulator's input generators (`venn-traces`: synthetic availability, job draws, and
+//! the engine's dispatch noise), which use ChaCha8 from `rand_chacha`, whose stream that
+//! crate keeps stable across versions: changing it would change every published
+//! simulator figure for the same seed.
 
 /// A small, fast, seedable PRNG. Not cryptographic.
 #[derive(Clone, Debug)]
@@ -60,12 +68,39 @@ impl SeededRng {
         -mean * (1.0 - self.f64()).ln()
     }
 
+    /// Uniform in [lo, hi).
+    pub fn range_f64(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.f64()
+    }
+
+    /// True with probability `p` (clamped to [0, 1]).
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.f64() < p.clamp(0.0, 1.0)
+    }
+
+    /// Shuffles `items` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+    }
+
     /// Standard normal (Box–Muller).
     pub fn normal(&mut self) -> f64 {
         let u1 = 1.0 - self.f64();
         let u2 = self.f64();
         (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
     }
+}
+
+/// The seed of stream `stream` of `seed` (SplitMix64 finalisation of both): independent,
+/// reproducible seeds per device, round or worker from one experiment seed.
+pub fn derive_seed(seed: u64, stream: u64) -> u64 {
+    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -86,5 +121,19 @@ mod tests {
         let e = (0..100_000).map(|_| a.exp(3.0)).sum::<f64>() / 100_000.0;
         assert!((e - 3.0).abs() < 0.1, "{e}");
         assert!((0..1000).all(|_| a.below(5) < 5));
+    }
+
+    #[test]
+    fn helpers_stay_in_range_and_shuffles_permute() {
+        let mut r = SeededRng::new(1);
+        assert!((0..1000).all(|_| (2.0..3.0).contains(&r.range_f64(2.0, 3.0))));
+        assert!(!(0..100).any(|_| r.chance(0.0)) && (0..100).all(|_| r.chance(1.0)));
+        let mut v: Vec<u32> = (0..50).collect();
+        r.shuffle(&mut v);
+        assert_ne!(v, (0..50).collect::<Vec<_>>());
+        v.sort_unstable();
+        assert_eq!(v, (0..50).collect::<Vec<_>>());
+        assert_ne!(derive_seed(1, 2), derive_seed(1, 3));
+        assert_ne!(derive_seed(1, 2), derive_seed(2, 2));
     }
 }

@@ -7,11 +7,11 @@
 //! class bitsets change: the history keeps counting for the new diagram.
 
 use crate::groupset::{GroupIdx, GroupSet};
-use crate::hash::{FastHasher, FastMap};
+use crate::hash::FastMap;
 use crate::profile::{DeviceProfile, Requirement};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
-use std::hash::Hasher;
+use std::hash::{BuildHasher, Hasher};
 
 /// Sliding-window settings of the supply estimator.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -71,17 +71,25 @@ pub struct SupplyEstimator {
     by_hash: FastMap<u64, ClassIdx>,
     next_same_hash: Vec<ClassIdx>,
     generation: u64,
+    hash_key: ProfileHashKey,
 }
 
 const NO_CLASS: ClassIdx = ClassIdx::MAX;
 /// Compaction only pays off once there are many dead classes.
 const COMPACT_MIN_DEAD: usize = 4096;
 
-fn profile_hash(p: &DeviceProfile) -> u64 {
-    let mut h = FastHasher::default();
+/// Hashes a profile with the estimator's key. Profiles arrive from the network, so the
+/// hash is keyed (foldhash, seeded by the driver: the live manager draws a random key):
+/// without the key nobody can make many profiles share one hash and turn the class
+/// lookup into a linear scan. The key changes no result, only where classes sit in the
+/// lookup table.
+fn profile_hash(key: &ProfileHashKey, p: &DeviceProfile) -> u64 {
+    let mut h = key.build_hasher();
     p.hash_key(&mut h);
     h.finish()
 }
+
+type ProfileHashKey = foldhash::quality::FixedState;
 
 impl SupplyEstimator {
     /// An empty estimator.
@@ -97,6 +105,20 @@ impl SupplyEstimator {
             by_hash: FastMap::default(),
             next_same_hash: Vec::new(),
             generation: 0,
+            hash_key: ProfileHashKey::with_seed(0),
+        }
+    }
+
+    /// Keys the profile hash with `key` (re-indexing the classes already known). A driver
+    /// that takes profiles from the network should pass a key nobody else knows.
+    pub fn set_hash_key(&mut self, key: u64) {
+        self.hash_key = ProfileHashKey::with_seed(key);
+        self.by_hash.clear();
+        self.next_same_hash.clear();
+        for (i, class) in self.classes.iter().enumerate() {
+            let h = profile_hash(&self.hash_key, &class.profile);
+            let prev = self.by_hash.insert(h, i as ClassIdx).unwrap_or(NO_CLASS);
+            self.next_same_hash.push(prev);
         }
     }
 
@@ -133,7 +155,7 @@ impl SupplyEstimator {
         profile: &DeviceProfile,
         classify: impl FnOnce(&DeviceProfile) -> GroupSet,
     ) -> ClassIdx {
-        let h = profile_hash(profile);
+        let h = profile_hash(&self.hash_key, profile);
         let mut c = self.by_hash.get(&h).copied().unwrap_or(NO_CLASS);
         while c != NO_CLASS {
             if self.classes[c as usize].profile.same_key(profile) {
@@ -213,7 +235,7 @@ impl SupplyEstimator {
                 continue;
             }
             let idx = self.classes.len() as ClassIdx;
-            let h = profile_hash(&class.profile);
+            let h = profile_hash(&self.hash_key, &class.profile);
             let prev = self.by_hash.insert(h, idx).unwrap_or(NO_CLASS);
             self.next_same_hash.push(prev);
             self.counts
@@ -344,5 +366,29 @@ mod tests {
         assert_eq!(s.cells().len(), 2);
         s.set_group(GroupIdx(1), None);
         assert_eq!(s.group_supply(GroupIdx(1)), 0);
+    }
+
+    #[test]
+    fn the_hash_key_changes_no_class_and_rekeying_keeps_them() {
+        let profiles: Vec<_> = (0..50).map(|i| dev(i as f64)).collect();
+        let mut a = SupplyEstimator::new(SupplyConfig::default());
+        let mut b = SupplyEstimator::new(SupplyConfig::default());
+        b.set_hash_key(0xdead_beef);
+        let ca: Vec<_> = profiles
+            .iter()
+            .map(|p| a.class_of(p, |_| GroupSet::EMPTY))
+            .collect();
+        let cb: Vec<_> = profiles
+            .iter()
+            .map(|p| b.class_of(p, |_| GroupSet::EMPTY))
+            .collect();
+        assert_eq!(ca, cb);
+        a.set_hash_key(42);
+        let again: Vec<_> = profiles
+            .iter()
+            .map(|p| a.class_of(p, |_| GroupSet::EMPTY))
+            .collect();
+        assert_eq!(ca, again);
+        assert_eq!(a.classes().len(), 50);
     }
 }

@@ -316,8 +316,8 @@ fn a_plan_is_valued_net_of_its_eviction_risk_from_earlier_uncertain_jobs() {
     // A controller that has seen realised capacity stray ±20 % from the forecast widens
     // the risk: P(N(30, 30² + 20²) + 50 > 100).
     let mut c = controller();
-    for k in 1..=10 {
-        let realised = if k % 2 == 0 { 80.0 } else { 120.0 };
+    for k in 1..=10u32 {
+        let realised = if k.is_multiple_of(2) { 80.0 } else { 120.0 };
         assert!(c.on_slot(Time(60.0 * k as f64), realised).is_empty());
     }
     assert!((c.capacity_error() - 0.2).abs() < 1e-9);

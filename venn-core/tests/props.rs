@@ -60,7 +60,7 @@ fn profile(k: u8) -> DeviceProfile {
         20.0 + (k % 5) as f64 * 40.0,
         5000.0 + (k % 3) as f64 * 10000.0,
     );
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         p.tags.push("wifi".into());
     }
     p

@@ -26,7 +26,7 @@
 //! admitted jobs themselves survive restarts (the service persists each [`AdmittedJob`]
 //! and restores it).
 
-use crate::error::AppError;
+use crate::error::ServiceError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use venn_core::admission::{
@@ -45,22 +45,25 @@ pub const MAX_OUTCOMES: usize = 64;
 /// (rounds × `round_s`) must end within the planning horizon — the controller keeps a
 /// price and a survival probability per slot of it, so an unbounded one would let one
 /// request allocate without limit.
-pub fn check_statement(sow: &StatementOfWork, params: &AdmissionParams) -> Result<(), AppError> {
+pub fn check_statement(
+    sow: &StatementOfWork,
+    params: &AdmissionParams,
+) -> Result<(), ServiceError> {
     if sow.value.0.len() > MAX_VALUE_POINTS {
-        return Err(AppError::field(
+        return Err(ServiceError::field(
             "statement.value",
             format!("at most {MAX_VALUE_POINTS} points"),
         ));
     }
     if sow.rounds.0.len() > MAX_OUTCOMES {
-        return Err(AppError::field(
+        return Err(ServiceError::field(
             "statement.rounds",
             format!("at most {MAX_OUTCOMES} outcomes"),
         ));
     }
     let longest = sow.rounds.0.iter().map(|o| o.0).max().unwrap_or(0);
     if longest as f64 * sow.round_s > params.horizon_s {
-        return Err(AppError::field(
+        return Err(ServiceError::field(
             "statement.rounds",
             format!(
                 "the longest outcome, {longest} rounds × {} s, must end within the admission \

@@ -5,10 +5,12 @@
 //! and outstanding task.
 //!
 //! ## Layout
-//! - [`dto`]: request/response bodies of the `/v1` API (shared with the clients).
-//! - [`api`]: the router, one file per resource; [`error`]: JSON errors.
-//! - [`service`]: the domain logic behind the handlers: core + store in one critical
-//!   section, leases, the deadline sweeper, restart recovery.
+//! - The wire types, routes and JSON error body live in the `venn-api` crate, shared with
+//!   every client.
+//! - [`api`]: the router, one file per resource, and the mapping of [`error`]'s domain
+//!   errors to HTTP.
+//! - [`service`]: the domain logic behind the handlers, one file per resource: core +
+//!   store in one critical section, leases, the deadline sweeper, restart recovery.
 //! - [`store`]: the SQLite schema and queries; [`metrics`]: Prometheus rendering.
 //! - [`admission`]: the optional posted-price admission controller on the wall clock
 //!   (capacity forecast, slot bookkeeping, evictions).
@@ -18,7 +20,6 @@
 pub mod admission;
 pub mod api;
 pub mod clock;
-pub mod dto;
 pub mod error;
 pub mod metrics;
 pub mod server;

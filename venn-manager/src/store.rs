@@ -65,7 +65,7 @@ pub struct StoredJob {
     /// Registration time.
     pub registered_at: f64,
     /// `active`, `finished`, `removed` or `evicted`.
-    pub state: String,
+    pub state: JobLifecycle,
     /// Successful rounds.
     pub rounds_done: u32,
     /// Next round number.
@@ -135,6 +135,57 @@ pub struct Snapshot {
     pub admissions: HashMap<u64, AdmittedJob>,
     /// Largest job id ever used.
     pub max_job_id: Option<u64>,
+}
+
+/// Where a job stands in its life, as the `jobs.state` column stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobLifecycle {
+    /// Registered and running (restored on restart).
+    Active,
+    /// Ran all its rounds.
+    Finished,
+    /// Cancelled by its job.
+    Removed,
+    /// Evicted by admission control.
+    Evicted,
+}
+
+impl JobLifecycle {
+    /// The column's text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobLifecycle::Active => "active",
+            JobLifecycle::Finished => "finished",
+            JobLifecycle::Removed => "removed",
+            JobLifecycle::Evicted => "evicted",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [
+            JobLifecycle::Active,
+            JobLifecycle::Finished,
+            JobLifecycle::Removed,
+            JobLifecycle::Evicted,
+        ]
+        .into_iter()
+        .find(|l| l.as_str() == s)
+    }
+}
+
+impl rusqlite::types::ToSql for JobLifecycle {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl rusqlite::types::FromSql for JobLifecycle {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let s = v.as_str()?;
+        JobLifecycle::parse(s).ok_or_else(|| {
+            rusqlite::types::FromSqlError::Other(format!("unknown job state {s:?}").into())
+        })
+    }
 }
 
 /// The SQLite store.
@@ -247,7 +298,7 @@ impl Store {
     }
 
     /// A job's state and end time, if the job was ever registered.
-    pub fn job_state(&self, id: u64) -> rusqlite::Result<Option<(String, Option<f64>)>> {
+    pub fn job_state(&self, id: u64) -> rusqlite::Result<Option<(JobLifecycle, Option<f64>)>> {
         self.conn
             .query_row(
                 "SELECT state, finished_at FROM jobs WHERE id = ?1",
@@ -257,8 +308,8 @@ impl Store {
             .optional()
     }
 
-    /// Records a job's end (`finished`, `removed` or `evicted`).
-    pub fn end_job(&self, id: u64, state: &str, at: Time) -> rusqlite::Result<()> {
+    /// Records a job's end (finished, removed or evicted).
+    pub fn end_job(&self, id: u64, state: JobLifecycle, at: Time) -> rusqlite::Result<()> {
         self.conn.execute(
             "UPDATE jobs SET state = ?2, finished_at = ?3 WHERE id = ?1",
             params![id as i64, state, at.secs()],

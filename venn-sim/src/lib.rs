@@ -18,5 +18,7 @@
 pub mod engine;
 pub mod experiments;
 pub mod incentives;
-pub mod input;
+/// The simulator's inputs live in their own crate, `venn-traces`, shared with the device
+/// agent; re-exported under their old name.
+pub use venn_traces as input;
 pub mod plot;

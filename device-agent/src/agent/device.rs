@@ -4,17 +4,18 @@
 //! task needs is built inside [`serve`], which is boxed so that its larger state only
 //! exists while a task is in progress.
 
-use super::{JobClient, JobError, Shared, emulated_duration};
+use super::{Shared, emulated_duration};
 use crate::availability::DeviceState;
 use datasets::Samples;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tokio::time::{Instant, sleep_until, timeout_at};
-use venn_manager::dto::{Assignment, CheckInReply};
+use venn_api::client::{ClientError, JobClient};
+use venn_api::manager::TaskReport;
+use venn_api::manager::{Assignment, CheckInReply};
+use venn_core::rng::{SeededRng, derive_seed as mix};
 
 /// Longest pause between failed check-ins.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -33,14 +34,6 @@ enum Outcome {
     SessionEnded,
     /// The device vanished on purpose (`drop_fraction`) and must stay away for a while.
     Vanished,
-}
-
-/// SplitMix64 of `a` and `b`: independent, reproducible seeds per device and round.
-fn mix(a: u64, b: u64) -> u64 {
-    let mut z = a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// Runs `fut` unless `end` comes first (`None` when it did).
@@ -85,16 +78,16 @@ async fn manager_call<T, E: std::fmt::Display>(
 }
 
 /// Exponential backoff from 0.5 s to [`MAX_BACKOFF`], jittered so devices spread out.
-fn backoff(failures: u32, rng: &mut SmallRng) -> Duration {
+fn backoff(failures: u32, rng: &mut SeededRng) -> Duration {
     let base = Duration::from_millis(500).saturating_mul(1 << failures.min(6));
-    base.min(MAX_BACKOFF).mul_f64(rng.random_range(0.5..1.0))
+    base.min(MAX_BACKOFF).mul_f64(rng.range_f64(0.5, 1.0))
 }
 
 /// The device loop; returns when the device will never be online again.
 pub(super) async fn run(sh: Arc<Shared>, index: usize) {
     let id = sh.first_device_id + index as u64;
-    let mut rng = SmallRng::seed_from_u64(mix(sh.seed, id));
-    let jitter = sh.start_jitter.mul_f64(rng.random::<f64>());
+    let mut rng = SeededRng::new(mix(sh.seed, id));
+    let jitter = sh.start_jitter.mul_f64(rng.f64());
     tokio::time::sleep(jitter).await;
     let mut checked_in = false;
     let mut failures = 0u32;
@@ -143,11 +136,11 @@ pub(super) async fn run(sh: Arc<Shared>, index: usize) {
                 // up to 10 % extra keeps devices that were told the same from re-aligning.
                 let wait = Duration::from_secs_f64(retry_after_s.clamp(0.0, 86_400.0))
                     .max(MIN_RETRY)
-                    .mul_f64(rng.random_range(1.0..1.1));
+                    .mul_f64(rng.range_f64(1.0, 1.1));
                 sleep_capped(wait, session_end).await;
             }
             CheckInReply::Assigned { assignment } => {
-                let vanish = rng.random_bool(sh.drop_fraction);
+                let vanish = rng.chance(sh.drop_fraction);
                 let outcome =
                     Box::pin(serve(&sh, index, id, &assignment, session_end, vanish)).await;
                 match outcome {
@@ -169,7 +162,7 @@ pub(super) async fn run(sh: Arc<Shared>, index: usize) {
 /// Reports the task failed (best effort: the lease releases it anyway).
 async fn fail(sh: &Shared, id: u64, token: &str) -> Outcome {
     sh.stats.failed.fetch_add(1, Relaxed);
-    if let Err(e) = manager_call(sh, sh.client.report(token, "failed")).await {
+    if let Err(e) = manager_call(sh, sh.client.report_task(token, TaskReport::Failed)).await {
         tracing::debug!(device = id, error = %e, "could not report a failed task");
     }
     Outcome::Failed
@@ -200,7 +193,7 @@ async fn serve(
     let started = Instant::now();
     sh.stats.assignments.fetch_add(1, Relaxed);
     let token = a.task_token.as_str();
-    if let Err(e) = manager_call(sh, sh.client.report(token, "ack")).await {
+    if let Err(e) = manager_call(sh, sh.client.report_task(token, TaskReport::Ack)).await {
         tracing::warn!(device = id, job = a.job_id, error = %e, "could not acknowledge a task");
         return fail(sh, id, token).await;
     }
@@ -208,7 +201,7 @@ async fn serve(
     let fetched = until(session_end, async {
         let plan = with_slot(sh, job.plan()).await?;
         let weights = with_slot(sh, job.weights()).await?;
-        Ok::<_, JobError>((plan, weights))
+        Ok::<_, ClientError>((plan, weights))
     })
     .await;
     let (plan, global) = match fetched {
@@ -319,23 +312,17 @@ async fn serve(
             Outcome::Uploaded
         }
         Err(e) => {
-            if let JobError::Status { status, .. } = &e
-                && (400..500).contains(status)
+            if let Some(status) = e.status()
+                && (400..500).contains(&status)
             {
                 sh.stats.rejected.fetch_add(1, Relaxed);
             }
             // A straggler arriving after its round closed (401/409) is normal FL life, not
             // a fault worth a warning, and so is one whose job has finished and stopped
             // serving (connection refused); anything else is.
-            if matches!(
-                &e,
-                JobError::Status {
-                    status: 401 | 409,
-                    ..
-                }
-            ) {
+            if matches!(e.status(), Some(401 | 409)) {
                 tracing::debug!(device = id, job = a.job_id, round = a.round, error = %e, "late upload refused");
-            } else if matches!(&e, JobError::Http(h) if h.is_connect()) {
+            } else if matches!(&e, ClientError::Http { source, .. } if source.is_connect()) {
                 tracing::info!(
                     device = id,
                     job = a.job_id,

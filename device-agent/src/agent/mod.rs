@@ -26,14 +26,11 @@
 //! Entry points: [`run_population`], or [`Agent`] to watch [`LiveStats`] while it runs.
 
 mod device;
-mod job;
 mod tasks;
 
-pub use job::{JobClient, JobError, SAMPLES_HEADER, TOKEN_HEADER};
 pub use tasks::TaskCache;
 
 use crate::availability::{Availability, AvailabilityError, Timeline};
-use crate::client::ManagerClient;
 use datasets::Femnist;
 use fl_job::task::Registry;
 use serde::Serialize;
@@ -45,6 +42,7 @@ use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
+use venn_api::client::ManagerClient;
 use venn_core::DeviceProfile;
 use venn_core::profile::REFERENCE_MS_PER_SAMPLE;
 
@@ -302,7 +300,7 @@ impl Agent {
         let timeline =
             Timeline::starting_now(cfg.start_s, cfg.compress).expect("validated in Agent::new");
         let shared = Arc::new(Shared {
-            client: ManagerClient::new(cfg.manager),
+            client: ManagerClient::new(&cfg.manager),
             profiles: cfg.profiles,
             first_device_id: cfg.first_device_id,
             availability: cfg.availability,

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use venn_sim::input::SyntheticOptions;
+use venn_traces::SyntheticOptions;
 
 /// Emulate N edge devices that check in with a Venn manager and train assigned FL tasks.
 ///
@@ -109,10 +109,7 @@ async fn main() -> Result<()> {
         .init();
     let args = Args::parse();
 
-    let traces = args
-        .traces
-        .clone()
-        .or_else(venn_sim::input::shared_traces_dir);
+    let traces = args.traces.clone().or_else(venn_traces::shared_traces_dir);
     let profiles = match &traces {
         Some(dir) => population::from_traces(dir, args.devices)
             .with_context(|| format!("device profiles from {}", dir.display()))?,

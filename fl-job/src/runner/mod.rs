@@ -4,12 +4,10 @@
 //! deadline and retry), aggregate, evaluate on held-out data, and append a CSV row.
 
 mod config;
-mod manager_api;
 mod report;
 mod server;
 
 pub use config::JobConfig;
-pub use manager_api::ManagerApi;
 pub use report::{JobReport, RoundRow};
 pub use server::{JobShared, OpenSlot, router};
 
@@ -22,8 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
+use venn_api::client::{JobSession, ManagerClient};
+use venn_api::manager::{RegisterJob, SubmitRound};
 use venn_core::{RoundOutcome, TaskCost};
-use venn_manager::dto::{RegisterJob, SubmitRound};
 
 /// Where the job runs and reports.
 #[derive(Debug, Clone)]
@@ -73,10 +72,10 @@ pub async fn run_job(
     });
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
-        .map_err(|e| FlError::Manager(format!("bind {}: {e}", opts.listen)))?;
+        .map_err(|e| FlError::Server(format!("bind {}: {e}", opts.listen)))?;
     let addr = listener
         .local_addr()
-        .map_err(|e| FlError::Manager(e.to_string()))?;
+        .map_err(|e| FlError::Server(e.to_string()))?;
     let app = router(shared.clone(), model_bytes * 2 + (1 << 20));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let http = reqwest::Client::new();
@@ -89,7 +88,10 @@ pub async fn run_job(
         task_cost: Some(TaskCost::default()),
         statement: cfg.statement.clone(),
     };
-    let (api, plan) = ManagerApi::register(http, &opts.manager, &reg).await?;
+    let api = ManagerClient::with_http(http, &opts.manager)
+        .register_job(&reg)
+        .await?;
+    let plan = api.plan;
     let _ = shared.api.set(api.clone());
     tracing::info!(job = api.job_id, name = %cfg.name, task = %cfg.task, %addr, "job registered");
     if let Some(plan) = plan {
@@ -123,7 +125,7 @@ async fn rounds_loop(
     task: &Arc<dyn FlTask>,
     test: &Arc<Samples>,
     shared: &Arc<JobShared>,
-    api: &ManagerApi,
+    api: &JobSession,
     opts: &RunOptions,
     report: &mut JobReport,
     server_state: &mut ServerState,
@@ -135,7 +137,7 @@ async fn rounds_loop(
             attempts += 1;
             shared.submitting.store(true, Ordering::SeqCst);
             let sub = api
-                .submit(&SubmitRound {
+                .submit_round(&SubmitRound {
                     demand: cfg.demand(),
                     deadline_s: cfg.deadline_s,
                     min_response_fraction: cfg.min_response_fraction,
@@ -187,7 +189,7 @@ async fn rounds_loop(
             } else {
                 RoundOutcome::Abort
             };
-            let status = api.close(sub.round, outcome).await?;
+            let status = api.close_round(sub.round, outcome).await?;
             if enough {
                 break (slot.map(|s| s.accepted).unwrap_or_default(), status);
             }

@@ -1,9 +1,8 @@
 //! The job's HTTP face for its assigned devices: the plan, the global weights, and the
-//! upload of updates. Every call carries the manager-issued task token (`X-Task-Token`),
+//! upload of updates. Every call carries the manager-issued task token ([`TASK_TOKEN_HEADER`]),
 //! which the job checks with the manager once per token and round.
 
-use super::manager_api::ManagerApi;
-use crate::task::{FlTask, Plan};
+use crate::task::FlTask;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -15,7 +14,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::Notify;
-use venn_manager::error::AppError;
+use venn_api::client::JobSession;
+use venn_api::job::{
+    PLAN_PATH, SAMPLES_HEADER, TASK_TOKEN_HEADER, TaskPlan, UPDATE_PATH, WEIGHTS_CONTENT_TYPE,
+    WEIGHTS_PATH,
+};
+use venn_api::manager::TaskReport;
+use venn_api::{HttpError, codes};
 
 /// The round the job is collecting for.
 #[derive(Debug)]
@@ -41,7 +46,7 @@ pub struct JobShared {
     /// Task parameters.
     pub params: serde_json::Value,
     /// The manager handle, set once registered.
-    pub api: OnceLock<ManagerApi>,
+    pub api: OnceLock<JobSession>,
     /// Current global weights.
     pub global: Mutex<Arc<Vec<u8>>>,
     /// The open round, if any.
@@ -65,8 +70,8 @@ pub struct JobShared {
 /// be refused.
 const OPEN_GRACE: Duration = Duration::from_secs(5);
 
-fn round_closed(message: &'static str) -> AppError {
-    AppError::new(StatusCode::CONFLICT, "round_closed", message)
+fn round_closed(message: &'static str) -> HttpError {
+    HttpError::conflict(codes::ROUND_CLOSED, message)
 }
 
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -79,9 +84,9 @@ impl JobShared {
     }
 
     /// Checks the token belongs to this job's open round; returns (round, device).
-    async fn verify(&self, h: &HeaderMap) -> Result<(u32, u64), AppError> {
-        let token = header(h, "x-task-token")
-            .ok_or_else(|| AppError::unauthorized("X-Task-Token"))?
+    async fn verify(&self, h: &HeaderMap) -> Result<(u32, u64), HttpError> {
+        let token = header(h, TASK_TOKEN_HEADER)
+            .ok_or_else(|| HttpError::unauthorized(TASK_TOKEN_HEADER))?
             .to_string();
         if let Some(s) = self.lock_slot().as_ref()
             && let Some(d) = s.verified.get(&token)
@@ -89,20 +94,24 @@ impl JobShared {
             return Ok((s.round, *d));
         }
         let api = self.api.get().ok_or_else(|| {
-            AppError::new(
+            HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "not_ready",
+                codes::NOT_READY,
                 "job not registered yet",
             )
         })?;
         let closed = self.closed.load(Ordering::SeqCst);
-        let owner = api.task_owner(&token).await.map_err(AppError::internal)?;
+        let owner = api
+            .client()
+            .task_owner(&token)
+            .await
+            .map_err(HttpError::internal)?;
         match owner {
-            Some((job, round, device)) if job == api.job_id => {
-                self.await_round(token, round, device, closed).await
+            Some(o) if o.job_id == api.job_id => {
+                self.await_round(token, o.round, o.device_id, closed).await
             }
             Some(_) => Err(round_closed("the token belongs to another job")),
-            None => Err(AppError::unauthorized(
+            None => Err(HttpError::unauthorized(
                 "task token (unknown or already closed)",
             )),
         }
@@ -118,7 +127,7 @@ impl JobShared {
         round: u32,
         device: u64,
         closed: u64,
-    ) -> Result<(u32, u64), AppError> {
+    ) -> Result<(u32, u64), HttpError> {
         let deadline = tokio::time::Instant::now() + OPEN_GRACE;
         loop {
             // Created before the check so that an opening in between still wakes us.
@@ -150,12 +159,12 @@ impl JobShared {
 async fn plan(
     State(s): State<Arc<JobShared>>,
     h: HeaderMap,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<impl IntoResponse, HttpError> {
     let (round, _) = s.verify(&h).await?;
     let seed = s.lock_slot().as_ref().map_or(0, |o| o.seed);
     let weights_bytes = s.global.lock().unwrap_or_else(|e| e.into_inner()).len() as u64;
     let job_id = s.api.get().map_or(0, |a| a.job_id);
-    Ok(axum::Json(Plan {
+    Ok(axum::Json(TaskPlan {
         task: s.task_name.clone(),
         params: s.params.clone(),
         job_id,
@@ -168,11 +177,11 @@ async fn plan(
 async fn weights(
     State(s): State<Arc<JobShared>>,
     h: HeaderMap,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<impl IntoResponse, HttpError> {
     s.verify(&h).await?;
     let w = s.global.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok((
-        [("content-type", "application/octet-stream")],
+        [("content-type", WEIGHTS_CONTENT_TYPE)],
         Bytes::from(w.as_ref().clone()),
     ))
 }
@@ -181,20 +190,21 @@ async fn update(
     State(s): State<Arc<JobShared>>,
     h: HeaderMap,
     body: Bytes,
-) -> Result<StatusCode, AppError> {
+) -> Result<StatusCode, HttpError> {
     let (round, device) = s.verify(&h).await?;
-    let token = header(&h, "x-task-token").unwrap_or_default().to_string();
-    let samples: u64 = header(&h, "x-samples")
+    let token = header(&h, TASK_TOKEN_HEADER)
+        .unwrap_or_default()
+        .to_string();
+    let samples: u64 = header(&h, SAMPLES_HEADER)
         .and_then(|v| v.parse().ok())
         .filter(|n| *n > 0)
-        .ok_or_else(|| AppError::field("X-Samples", "must be a positive integer"))?;
+        .ok_or_else(|| HttpError::field(SAMPLES_HEADER, "must be a positive integer"))?;
     if s.lock_slot()
         .as_ref()
         .is_some_and(|o| o.uploaded.contains_key(&token))
     {
-        return Err(AppError::new(
-            StatusCode::CONFLICT,
-            "duplicate",
+        return Err(HttpError::conflict(
+            codes::DUPLICATE,
             "this task already uploaded",
         ));
     }
@@ -202,9 +212,9 @@ async fn update(
     let bytes = body.to_vec();
     let checked = tokio::task::spawn_blocking(move || task.check_update(&bytes).map(|_| bytes))
         .await
-        .map_err(AppError::internal)?;
-    let bytes =
-        checked.map_err(|e| AppError::new(StatusCode::BAD_REQUEST, "bad_update", e.to_string()))?;
+        .map_err(HttpError::internal)?;
+    let bytes = checked
+        .map_err(|e| HttpError::new(StatusCode::BAD_REQUEST, codes::BAD_UPDATE, e.to_string()))?;
     {
         let mut g = s.lock_slot();
         match g.as_mut() {
@@ -213,17 +223,13 @@ async fn update(
                 o.uploaded.insert(token.clone(), device);
             }
             _ => {
-                return Err(AppError::new(
-                    StatusCode::CONFLICT,
-                    "round_closed",
-                    "the round closed before the upload",
-                ));
+                return Err(round_closed("the round closed before the upload"));
             }
         }
     }
     s.notify.notify_waiters();
     if let Some(api) = s.api.get()
-        && let Err(e) = api.task_finished(&token).await
+        && let Err(e) = api.client().report_task(&token, TaskReport::Finished).await
     {
         tracing::debug!(error = %e, "could not report the task finished (round already closed)");
     }
@@ -233,9 +239,9 @@ async fn update(
 /// The job's router. `max_update_bytes` caps uploads (413 beyond).
 pub fn router(shared: Arc<JobShared>, max_update_bytes: usize) -> Router {
     Router::new()
-        .route("/plan", get(plan))
-        .route("/weights", get(weights))
-        .route("/update", post(update))
+        .route(PLAN_PATH, get(plan))
+        .route(WEIGHTS_PATH, get(weights))
+        .route(UPDATE_PATH, post(update))
         .layer(DefaultBodyLimit::max(max_update_bytes))
         .with_state(shared)
 }

@@ -5,7 +5,7 @@
 //! A task defines what a job is: how its model starts ([`FlTask::init`]), how a device
 //! trains it on its partition ([`FlTask::train`]), how the server combines updates
 //! ([`FlTask::aggregate`], FedAvg by default), how it is evaluated
-//! ([`FlTask::evaluate`]), and what travels: the [`Plan`] (JSON) and the weights (bytes,
+//! ([`FlTask::evaluate`]), and what travels: the [`TaskPlan`] (JSON) and the weights (bytes,
 //! opaque to everyone but the task, decoded to named tensors only for aggregation).
 //!
 //! The built-in jobs — ResNet-18 and MobileNet-V2 on FEMNIST — are [`BurnTask`]s
@@ -21,25 +21,11 @@ use crate::error::FlError;
 use crate::eval::EvalStats;
 use crate::tensors::NamedTensor;
 use datasets::SampleView;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// What an assigned device receives from the job before training.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    /// Task name in the registry (the device builds the same task).
-    pub task: String,
-    /// Task parameters (passed to the registry's factory).
-    pub params: serde_json::Value,
-    /// Job id at the manager.
-    pub job_id: u64,
-    /// Round number.
-    pub round: u32,
-    /// Size of the global weights in bytes.
-    pub weights_bytes: u64,
-    /// Seed of this round's local shuffles.
-    pub seed: u64,
-}
+/// What an assigned device receives from the job before training: the protocol's
+/// [`TaskPlan`], defined in `venn-api`.
+pub use venn_api::TaskPlan;
 
 /// A device's result.
 #[derive(Debug, Clone)]

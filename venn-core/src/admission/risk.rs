@@ -104,8 +104,8 @@ mod tests {
     fn capacity_error_learns_the_spread() {
         let mut e = CapacityError::default();
         assert_eq!(e.relative_sd(), 0.0);
-        for i in 0..400 {
-            e.observe(100.0, if i % 2 == 0 { 90.0 } else { 110.0 });
+        for i in 0..400u32 {
+            e.observe(100.0, if i.is_multiple_of(2) { 90.0 } else { 110.0 });
         }
         assert!((e.relative_sd() - 0.1).abs() < 1e-9, "{}", e.relative_sd());
         e.observe(0.0, 5.0);

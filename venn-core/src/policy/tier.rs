@@ -123,8 +123,8 @@ mod tests {
             outcome: RoundOutcome::Success,
         });
         // Fast devices (capacity 10) answer in 10 s, slow ones (capacity 100) in 100 s.
-        for i in 0..40 {
-            let cap = if i % 2 == 0 { 10.0 } else { 100.0 };
+        for i in 0..40u32 {
+            let cap = if i.is_multiple_of(2) { 10.0 } else { 100.0 };
             h.push_task(TaskSample {
                 capacity_s: cap,
                 response_s: cap,

@@ -2,15 +2,15 @@
 
 use super::AppState;
 use super::extract::ApiJson;
-use crate::dto::{CheckIn, CheckInReply};
-use crate::error::AppError;
 use axum::Json;
 use axum::extract::State;
+use venn_api::HttpError;
+use venn_api::manager::{CheckIn, CheckInReply};
 
 /// `POST /v1/check-in`.
 pub async fn check_in(
     State(m): State<AppState>,
     ApiJson(req): ApiJson<CheckIn>,
-) -> Result<Json<CheckInReply>, AppError> {
+) -> Result<Json<CheckInReply>, HttpError> {
     Ok(Json(m.check_in(req)?))
 }

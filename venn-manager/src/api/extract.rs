@@ -1,21 +1,21 @@
 //! Extractors that turn malformed requests into JSON errors naming the problem
 //! (axum's defaults answer in plain text).
 
-use crate::error::AppError;
 use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
+use venn_api::HttpError;
 
 /// A JSON body; rejections become 400/413/415 with the serde message (which names the
 /// field and position).
 pub struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
-    type Rejection = AppError;
+    type Rejection = HttpError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, AppError> {
+    async fn from_request(req: Request, state: &S) -> Result<Self, HttpError> {
         match axum::Json::<T>::from_request(req, state).await {
             Ok(axum::Json(v)) => Ok(ApiJson(v)),
             Err(rej) => Err(json_rejection(rej)),
@@ -23,7 +23,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
-fn json_rejection(rej: JsonRejection) -> AppError {
+fn json_rejection(rej: JsonRejection) -> HttpError {
     let status = rej.status();
     let text = rej.body_text();
     let code = match rej {
@@ -43,7 +43,7 @@ fn json_rejection(rej: JsonRejection) -> AppError {
     } else {
         status
     };
-    AppError {
+    HttpError {
         status,
         code,
         message: text,
@@ -56,9 +56,9 @@ fn json_rejection(rej: JsonRejection) -> AppError {
 pub struct ApiPath<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
-    type Rejection = AppError;
+    type Rejection = HttpError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, HttpError> {
         match Path::<T>::from_request_parts(parts, state).await {
             Ok(Path(v)) => Ok(ApiPath(v)),
             Err(rej) => Err(path_rejection(rej)),
@@ -66,6 +66,6 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
     }
 }
 
-fn path_rejection(rej: PathRejection) -> AppError {
-    AppError::new(StatusCode::BAD_REQUEST, "invalid_path", rej.body_text())
+fn path_rejection(rej: PathRejection) -> HttpError {
+    HttpError::new(StatusCode::BAD_REQUEST, "invalid_path", rej.body_text())
 }

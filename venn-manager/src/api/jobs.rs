@@ -2,17 +2,18 @@
 
 use super::AppState;
 use super::extract::{ApiJson, ApiPath};
-use crate::dto::{RegisterJob, Registered};
-use crate::error::AppError;
-use crate::service::bearer;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
-use serde_json::{Value, json};
+use venn_api::HttpError;
+use venn_api::manager::{JobStatus, OpenRoundStatus, RegisterJob, Registered};
 
 /// The job's bearer token from the `Authorization` header.
 pub(super) fn job_token(h: &HeaderMap) -> Option<&str> {
-    bearer(h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()))
+    h.get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
 }
 
 /// `POST /v1/jobs`: 201 with `{job_id, token}` (and `plan` when admission control
@@ -20,7 +21,7 @@ pub(super) fn job_token(h: &HeaderMap) -> Option<&str> {
 pub async fn register(
     State(m): State<AppState>,
     ApiJson(req): ApiJson<RegisterJob>,
-) -> Result<(StatusCode, Json<Registered>), AppError> {
+) -> Result<(StatusCode, Json<Registered>), HttpError> {
     Ok((StatusCode::CREATED, Json(m.register_job(req)?)))
 }
 
@@ -28,32 +29,32 @@ pub async fn register(
 pub async fn show(
     State(m): State<AppState>,
     ApiPath(id): ApiPath<u64>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<JobStatus>, HttpError> {
     let (plan_url, model) = m.job_info(id).ok_or_else(|| m.missing_job(id))?;
     let plan = m.admission_plan(id);
     m.with_core(|core, now| {
         let j = core
             .job(venn_core::JobId(id))
-            .ok_or_else(|| AppError::not_found(format!("unknown job {id}")))?;
-        let mut v = json!({
-            "job_id": id,
-            "name": j.spec.name,
-            "group": j.group.0,
-            "rounds": j.spec.rounds,
-            "rounds_done": j.rounds_done,
-            "plan_url": plan_url,
-            "model_size_bytes": model,
-            "open_round": j.current.as_ref().map(|r| json!({
-                "round": r.round.0, "demand": r.request.demand, "assigned": r.assigned,
-                "finished": r.finished, "failed": r.failed,
-                "waiting_s": now.since(r.submitted_at),
-            })),
-        });
-        if let Some(p) = plan {
-            v["plan"] = json!(p);
-            v["held"] = json!(now < j.hold_until);
-        }
-        Ok(Json(v))
+            .ok_or_else(|| HttpError::not_found(format!("unknown job {id}")))?;
+        Ok(Json(JobStatus {
+            job_id: id,
+            name: j.spec.name.clone(),
+            group: j.group.0 as u32,
+            rounds: j.spec.rounds,
+            rounds_done: j.rounds_done,
+            plan_url,
+            model_size_bytes: model,
+            open_round: j.current.as_ref().map(|r| OpenRoundStatus {
+                round: r.round.0,
+                demand: r.request.demand,
+                assigned: r.assigned,
+                finished: r.finished,
+                failed: r.failed,
+                waiting_s: now.since(r.submitted_at),
+            }),
+            plan,
+            held: plan.map(|_| now < j.hold_until),
+        }))
     })
 }
 
@@ -62,7 +63,7 @@ pub async fn finish(
     State(m): State<AppState>,
     ApiPath(id): ApiPath<u64>,
     h: HeaderMap,
-) -> Result<StatusCode, AppError> {
+) -> Result<StatusCode, HttpError> {
     m.end_job(id, job_token(&h), true)?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -72,7 +73,7 @@ pub async fn cancel(
     State(m): State<AppState>,
     ApiPath(id): ApiPath<u64>,
     h: HeaderMap,
-) -> Result<StatusCode, AppError> {
+) -> Result<StatusCode, HttpError> {
     m.end_job(id, job_token(&h), false)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -17,6 +17,7 @@
 //! | `GET /healthz` | anyone | liveness |
 
 mod devices;
+mod error;
 mod extract;
 mod jobs;
 mod rounds;
@@ -30,6 +31,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use std::sync::Arc;
+use venn_api::paths;
 
 /// Shared state of the handlers.
 pub type AppState = Arc<Manager>;
@@ -38,18 +40,18 @@ pub type AppState = Arc<Manager>;
 pub fn router(manager: AppState) -> Router {
     let limit = manager.settings().max_body_bytes;
     Router::new()
-        .route("/v1/jobs", post(jobs::register))
-        .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
-        .route("/v1/jobs/{id}/finish", post(jobs::finish))
-        .route("/v1/jobs/{id}/rounds", post(rounds::submit))
-        .route("/v1/jobs/{id}/rounds/{round}", get(rounds::show))
-        .route("/v1/jobs/{id}/rounds/{round}/close", post(rounds::close))
-        .route("/v1/check-in", post(devices::check_in))
-        .route("/v1/tasks/{token}", get(tasks::show))
-        .route("/v1/tasks/{token}/{outcome}", post(tasks::report))
-        .route("/v1/status", get(status::status))
-        .route("/metrics", get(status::metrics))
-        .route("/healthz", get(|| async { "ok" }))
+        .route(paths::JOBS, post(jobs::register))
+        .route(paths::JOB, get(jobs::show).delete(jobs::cancel))
+        .route(paths::JOB_FINISH, post(jobs::finish))
+        .route(paths::ROUNDS, post(rounds::submit))
+        .route(paths::ROUND, get(rounds::show))
+        .route(paths::ROUND_CLOSE, post(rounds::close))
+        .route(paths::CHECK_IN, post(devices::check_in))
+        .route(paths::TASK, get(tasks::show))
+        .route(paths::TASK_REPORT, post(tasks::report))
+        .route(paths::STATUS, get(status::status))
+        .route(paths::METRICS, get(status::metrics))
+        .route(paths::HEALTHZ, get(|| async { "ok" }))
         .fallback(status::not_found)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(manager)

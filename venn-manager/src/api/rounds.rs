@@ -3,11 +3,11 @@
 use super::AppState;
 use super::extract::{ApiJson, ApiPath};
 use super::jobs::job_token;
-use crate::dto::{CloseRound, RoundStatus, SubmitRound, Submitted};
-use crate::error::AppError;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use venn_api::HttpError;
+use venn_api::manager::{CloseRound, RoundStatus, SubmitRound, Submitted};
 
 /// `POST /v1/jobs/{id}/rounds`.
 pub async fn submit(
@@ -15,7 +15,7 @@ pub async fn submit(
     ApiPath(id): ApiPath<u64>,
     h: HeaderMap,
     ApiJson(req): ApiJson<SubmitRound>,
-) -> Result<(StatusCode, Json<Submitted>), AppError> {
+) -> Result<(StatusCode, Json<Submitted>), HttpError> {
     Ok((
         StatusCode::CREATED,
         Json(m.submit_round(id, job_token(&h), req)?),
@@ -26,7 +26,7 @@ pub async fn submit(
 pub async fn show(
     State(m): State<AppState>,
     ApiPath((id, round)): ApiPath<(u64, u32)>,
-) -> Result<Json<RoundStatus>, AppError> {
+) -> Result<Json<RoundStatus>, HttpError> {
     Ok(Json(m.round_status(id, round)?))
 }
 
@@ -36,7 +36,7 @@ pub async fn close(
     ApiPath((id, round)): ApiPath<(u64, u32)>,
     h: HeaderMap,
     ApiJson(req): ApiJson<CloseRound>,
-) -> Result<Json<RoundStatus>, AppError> {
+) -> Result<Json<RoundStatus>, HttpError> {
     Ok(Json(m.close_round(
         id,
         job_token(&h),

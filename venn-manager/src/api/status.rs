@@ -3,13 +3,13 @@
 
 use super::AppState;
 use crate::admission::AdmissionReport;
-use crate::error::AppError;
 use crate::metrics::Gauge;
 use axum::Json;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
+use venn_api::HttpError;
 
 /// `GET /v1/status`.
 pub async fn status(State(m): State<AppState>) -> Json<Value> {
@@ -150,6 +150,6 @@ fn admission_metrics<'a>(
 }
 
 /// Unknown routes answer JSON too.
-pub async fn not_found() -> AppError {
-    AppError::not_found("no such endpoint; see the API table in venn-manager's docs")
+pub async fn not_found() -> HttpError {
+    HttpError::not_found("no such endpoint; see the API table in venn-manager's docs")
 }

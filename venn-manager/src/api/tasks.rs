@@ -2,27 +2,22 @@
 
 use super::AppState;
 use super::extract::ApiPath;
-use crate::error::AppError;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use venn_api::HttpError;
+use venn_api::manager::{TaskOwner, TaskReport};
 use venn_core::job::TaskState;
 
 /// `POST /v1/tasks/{token}/{ack|finished|failed}`.
 pub async fn report(
     State(m): State<AppState>,
     ApiPath((token, outcome)): ApiPath<(String, String)>,
-) -> Result<StatusCode, AppError> {
-    let state = match outcome.as_str() {
-        "ack" => TaskState::Acknowledged,
-        "finished" => TaskState::Finished,
-        "failed" => TaskState::Failed,
-        other => {
-            return Err(AppError::not_found(format!(
-                "unknown task outcome {other:?} (ack, finished, failed)"
-            )));
-        }
+) -> Result<StatusCode, HttpError> {
+    let state = match outcome.parse().map_err(HttpError::not_found)? {
+        TaskReport::Ack => TaskState::Acknowledged,
+        TaskReport::Finished => TaskState::Finished,
+        TaskReport::Failed => TaskState::Failed,
     };
     m.report_task(&token, state)?;
     Ok(StatusCode::NO_CONTENT)
@@ -32,11 +27,8 @@ pub async fn report(
 pub async fn show(
     State(m): State<AppState>,
     ApiPath(token): ApiPath<String>,
-) -> Result<Json<Value>, AppError> {
-    let (job, round, device) = m
-        .verify_task(&token)
-        .ok_or_else(|| AppError::not_found("unknown or already closed task token"))?;
-    Ok(Json(
-        json!({ "job_id": job, "round": round, "device_id": device }),
-    ))
+) -> Result<Json<TaskOwner>, HttpError> {
+    m.verify_task(&token)
+        .map(Json)
+        .ok_or_else(|| HttpError::not_found("unknown or already closed task token"))
 }

@@ -183,7 +183,7 @@ pub fn run_with_progress(
             next = replay.next();
             let slot = input.devices.slot(c.base_index);
             e.check_in(c.client_id, slot, c.start_s, c.online_until_s);
-            if e.s.check_ins % PROGRESS_EVERY == 0 {
+            if e.s.check_ins.is_multiple_of(PROGRESS_EVERY) {
                 progress(e.s.check_ins, total);
             }
         }

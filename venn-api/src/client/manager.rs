@@ -1,0 +1,182 @@
+//! Clients of the manager's `/v1` API: [`ManagerClient`] for anonymous calls (devices,
+//! task checks, status) and [`JobSession`] for a registered job's own endpoints (bearer
+//! token).
+
+use super::{ClientError, call, send};
+use crate::manager::{
+    CheckIn, CheckInReply, CloseRound, JobStatus, RegisterJob, Registered, RoundStatus,
+    SubmitRound, Submitted, TaskOwner, TaskReport,
+};
+use crate::paths;
+use venn_core::admission::Plan;
+use venn_core::{DeviceProfile, RoundOutcome};
+
+const PEER: &str = "manager";
+
+/// Client of one manager (cheap to clone; clones share the connection pool).
+#[derive(Clone, Debug)]
+pub struct ManagerClient {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl ManagerClient {
+    /// A client of the manager at `base` (e.g. `http://127.0.0.1:7070`) with a pool sized
+    /// for many concurrent devices.
+    pub fn new(base: &str) -> Self {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(1024)
+            .tcp_nodelay(true)
+            .build()
+            .unwrap_or_default();
+        Self::with_http(http, base)
+    }
+
+    /// A client sharing an existing HTTP client.
+    pub fn with_http(http: reqwest::Client, base: &str) -> Self {
+        ManagerClient {
+            http,
+            base: base.trim_end_matches('/').to_string(),
+        }
+    }
+
+    /// The manager's base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The underlying HTTP client (shared connection pool).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// `POST /v1/jobs`: registers a job. With admission control on, the reply carries
+    /// the plan it was admitted with; a declined job is a [`ClientError`] whose
+    /// [`quote`](ClientError::quote) is the best plan there was.
+    pub async fn register_job(&self, req: &RegisterJob) -> Result<JobSession, ClientError> {
+        let r: Registered = call(PEER, self.http.post(self.url(paths::JOBS)).json(req)).await?;
+        Ok(JobSession {
+            client: self.clone(),
+            job_id: r.job_id,
+            token: r.token,
+            plan: r.plan,
+        })
+    }
+
+    /// `GET /v1/jobs/{id}`.
+    pub async fn job(&self, id: u64) -> Result<JobStatus, ClientError> {
+        call(PEER, self.http.get(self.url(&paths::job(id)))).await
+    }
+
+    /// `GET /v1/jobs/{id}/rounds/{round}`.
+    pub async fn round(&self, id: u64, round: u32) -> Result<RoundStatus, ClientError> {
+        call(PEER, self.http.get(self.url(&paths::round(id, round)))).await
+    }
+
+    /// `POST /v1/check-in`.
+    pub async fn check_in(
+        &self,
+        device_id: u64,
+        profile: &DeviceProfile,
+    ) -> Result<CheckInReply, ClientError> {
+        let body = CheckIn {
+            device_id,
+            profile: profile.clone(),
+        };
+        call(PEER, self.http.post(self.url(paths::CHECK_IN)).json(&body)).await
+    }
+
+    /// `POST /v1/tasks/{token}/{ack|finished|failed}`.
+    pub async fn report_task(&self, token: &str, outcome: TaskReport) -> Result<(), ClientError> {
+        send(
+            PEER,
+            self.http
+                .post(self.url(&paths::task_report(token, outcome))),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// `GET /v1/tasks/{token}`: who holds a task token, or `None` if it is unknown or its
+    /// round closed.
+    pub async fn task_owner(&self, token: &str) -> Result<Option<TaskOwner>, ClientError> {
+        match call(PEER, self.http.get(self.url(&paths::task(token)))).await {
+            Ok(o) => Ok(Some(o)),
+            Err(e) if e.status() == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `GET /v1/status` as JSON.
+    pub async fn status(&self) -> Result<serde_json::Value, ClientError> {
+        call(PEER, self.http.get(self.url(paths::STATUS))).await
+    }
+
+    /// `GET /healthz`: `Ok` while the manager serves.
+    pub async fn healthz(&self) -> Result<(), ClientError> {
+        send(PEER, self.http.get(self.url(paths::HEALTHZ))).await?;
+        Ok(())
+    }
+}
+
+/// A registered job's handle on the manager: its id, token and admission plan.
+#[derive(Clone, Debug)]
+pub struct JobSession {
+    client: ManagerClient,
+    /// The job's id.
+    pub job_id: u64,
+    token: String,
+    /// With admission control: the plan the job was admitted with (no device goes to it
+    /// before `plan.launch_at`).
+    pub plan: Option<Plan>,
+}
+
+impl JobSession {
+    /// The manager client it was registered through.
+    pub fn client(&self) -> &ManagerClient {
+        &self.client
+    }
+
+    fn authed(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        req.bearer_auth(&self.token)
+    }
+
+    /// `POST /v1/jobs/{id}/rounds`: submits the next round.
+    pub async fn submit_round(&self, req: &SubmitRound) -> Result<Submitted, ClientError> {
+        let url = self.client.url(&paths::rounds(self.job_id));
+        call(PEER, self.authed(self.client.http.post(url)).json(req)).await
+    }
+
+    /// `POST /v1/jobs/{id}/rounds/{round}/close`.
+    pub async fn close_round(
+        &self,
+        round: u32,
+        outcome: RoundOutcome,
+    ) -> Result<RoundStatus, ClientError> {
+        let url = self.client.url(&paths::round_close(self.job_id, round));
+        call(
+            PEER,
+            self.authed(self.client.http.post(url))
+                .json(&CloseRound { outcome }),
+        )
+        .await
+    }
+
+    /// `POST /v1/jobs/{id}/finish`: the job completed.
+    pub async fn finish(&self) -> Result<(), ClientError> {
+        let url = self.client.url(&paths::job_finish(self.job_id));
+        send(PEER, self.authed(self.client.http.post(url))).await?;
+        Ok(())
+    }
+
+    /// `DELETE /v1/jobs/{id}`: cancels the job.
+    pub async fn cancel(&self) -> Result<(), ClientError> {
+        let url = self.client.url(&paths::job(self.job_id));
+        send(PEER, self.authed(self.client.http.delete(url))).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,249 @@
+//! Request and response bodies of the manager's `/v1` API. The manager, the job runner,
+//! the device agent and the lab all compile against these one definitions; the routes
+//! they travel on are in [`crate::paths`].
+
+use serde::{Deserialize, Serialize};
+use venn_core::admission::{Plan, StatementOfWork};
+use venn_core::{DeviceProfile, Requirement, RoundOutcome, TaskCost};
+
+/// `POST /v1/jobs`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterJob {
+    /// Job name.
+    pub name: String,
+    /// Devices the job can use.
+    #[serde(default)]
+    pub requirement: Requirement,
+    /// Rounds the job will run.
+    pub rounds: u32,
+    /// Size of the model in bytes (what a device downloads and uploads).
+    pub model_size_bytes: u64,
+    /// Base URL where assigned devices fetch the job's plan and weights.
+    pub plan_url: String,
+    /// Nominal task cost on the reference device (ranks devices for tier matching).
+    #[serde(default)]
+    pub task_cost: Option<TaskCost>,
+    /// What the job is worth and how much it needs, for admission control: required when
+    /// the manager runs with admission control, ignored when it does not. JSON:
+    /// `{"value": [[seconds, value], …], "rounds": [[rounds, probability], …],
+    /// "demand": devices per round, "round_s": seconds per round, "max_wait_s": optional}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statement: Option<StatementOfWork>,
+}
+
+/// Reply to a registration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Registered {
+    /// The job's id.
+    pub job_id: u64,
+    /// Bearer token for the job's own endpoints.
+    pub token: String,
+    /// With admission control: the plan the job was admitted with. No device is assigned
+    /// to the job before `plan.launch_at` (seconds since the UNIX epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+}
+
+/// `POST /v1/jobs/{id}/rounds`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRound {
+    /// Devices wanted.
+    pub demand: u32,
+    /// Seconds from now until the round's deadline.
+    pub deadline_s: f64,
+    /// Fraction of `demand` that makes the round a success.
+    pub min_response_fraction: f64,
+}
+
+/// Reply to a round submission.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Submitted {
+    /// Round number.
+    pub round: u32,
+    /// Attempt of this round (retries after aborts count up).
+    pub attempt: u32,
+    /// Absolute deadline, seconds since the UNIX epoch.
+    pub deadline: f64,
+}
+
+/// `GET /v1/jobs/{id}/rounds/{round}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RoundStatus {
+    /// Round number.
+    pub round: u32,
+    /// Where the round stands.
+    pub state: RoundState,
+    /// Devices wanted.
+    pub demand: u32,
+    /// Devices assigned.
+    pub assigned: u32,
+    /// Results reported.
+    pub finished: u32,
+    /// Tasks failed or expired.
+    pub failed: u32,
+    /// Submission time (epoch seconds).
+    pub submitted_at: f64,
+    /// When all devices were assigned.
+    pub fulfilled_at: Option<f64>,
+    /// When closed.
+    pub closed_at: Option<f64>,
+    /// How it closed.
+    pub outcome: Option<RoundOutcome>,
+    /// Scheduling delay so far or final (seconds).
+    pub scheduling_delay_s: f64,
+}
+
+/// `POST /v1/jobs/{id}/rounds/{round}/close`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloseRound {
+    /// Success or abort.
+    pub outcome: RoundOutcome,
+}
+
+/// `POST /v1/check-in`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckIn {
+    /// The device's id.
+    pub device_id: u64,
+    /// What it offers.
+    pub profile: DeviceProfile,
+}
+
+/// An assignment handed to a device.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Assignment {
+    /// The job.
+    pub job_id: u64,
+    /// Its round.
+    pub round: u32,
+    /// Where to fetch the plan and the weights.
+    pub plan_url: String,
+    /// Token proving the assignment (to the job and to `/v1/tasks`).
+    pub task_token: String,
+    /// Seconds the device has to report before its task is released.
+    pub lease_s: f64,
+}
+
+/// Reply to a check-in: an assignment, or when to come back.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum CheckInReply {
+    /// Work to do.
+    Assigned {
+        /// The task.
+        assignment: Assignment,
+    },
+    /// Nothing now.
+    Retry {
+        /// Seconds to wait before the next check-in (pace steering).
+        retry_after_s: f64,
+    },
+}
+
+/// Where a round stands, as `GET /v1/jobs/{id}/rounds/{round}` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundState {
+    /// Devices are still wanted.
+    Open,
+    /// Every device was assigned; results are being collected.
+    Fulfilled,
+    /// Closed (success or abort).
+    Closed,
+}
+
+/// `GET /v1/jobs/{id}`: a job as the manager sees it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct JobStatus {
+    /// The job's id.
+    pub job_id: u64,
+    /// Its name.
+    pub name: String,
+    /// Its job group (jobs with equal requirements share one).
+    pub group: u32,
+    /// Rounds it will run (`None`: until it says it finished).
+    pub rounds: Option<u32>,
+    /// Rounds closed successfully.
+    pub rounds_done: u32,
+    /// Where devices fetch its plan.
+    pub plan_url: String,
+    /// Model size in bytes.
+    pub model_size_bytes: u64,
+    /// The round it is collecting devices for, if any.
+    pub open_round: Option<OpenRoundStatus>,
+    /// With admission control: the plan it was admitted with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+    /// With admission control: no device goes to it before `plan.launch_at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<bool>,
+}
+
+/// The open round inside a [`JobStatus`].
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct OpenRoundStatus {
+    /// Round number.
+    pub round: u32,
+    /// Devices wanted.
+    pub demand: u32,
+    /// Devices assigned.
+    pub assigned: u32,
+    /// Results reported.
+    pub finished: u32,
+    /// Tasks failed or expired.
+    pub failed: u32,
+    /// Seconds since it was submitted.
+    pub waiting_s: f64,
+}
+
+/// `GET /v1/tasks/{token}`: who holds a task token (404 when unknown or closed).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TaskOwner {
+    /// The job the task belongs to.
+    pub job_id: u64,
+    /// Its round.
+    pub round: u32,
+    /// The device holding it.
+    pub device_id: u64,
+}
+
+/// What a device or job reports about a task: the last path segment of
+/// `POST /v1/tasks/{token}/{outcome}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskReport {
+    /// The device fetched the plan and started.
+    Ack,
+    /// The job accepted the device's update.
+    Finished,
+    /// The device gave up (dropped off, failed to train or upload).
+    Failed,
+}
+
+impl TaskReport {
+    /// Every report, in path order.
+    pub const ALL: [TaskReport; 3] = [TaskReport::Ack, TaskReport::Finished, TaskReport::Failed];
+
+    /// Its path segment.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskReport::Ack => "ack",
+            TaskReport::Finished => "finished",
+            TaskReport::Failed => "failed",
+        }
+    }
+}
+
+impl std::str::FromStr for TaskReport {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        TaskReport::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("unknown task outcome {s:?} (ack, finished, failed)"))
+    }
+}

@@ -1,0 +1,190 @@
+//! `venn-lab`: run local experiments against a live manager, and load-test it.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use device_agent::population;
+use fl_job::task::Registry;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use venn_lab::load::{self, LoadConfig};
+use venn_lab::{self as lab, LabConfig, LocalManager};
+use venn_manager::Settings;
+
+/// Venn testbed laboratory: local end-to-end experiments and load tests.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one experiment: manager, devices and jobs on loopback; writes a results folder
+    /// (per-job CSVs, accuracy.png, tta.csv, summary.json).
+    Run {
+        /// Experiment config (TOML), e.g. scripts/experiments/quick.toml.
+        config: PathBuf,
+        /// Override the config's scheduling policy.
+        #[arg(long)]
+        policy: Option<String>,
+        /// Results folder (default: results/<name>/<policy>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run the same experiment under each policy and print the speed-ups over the first.
+    Compare {
+        /// Experiment config (TOML).
+        config: PathBuf,
+        /// Comma-separated policies; the first is the baseline.
+        #[arg(long, default_value = "random,venn", value_delimiter = ',')]
+        policies: Vec<String>,
+        /// Results folder (default: results/<name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Emulated check-ins over loopback against a manager: throughput and latency.
+    ///
+    /// Without --url, starts a manager in this process on a temporary database (so the
+    /// figures include the server's share of the same cores).
+    Load {
+        /// Manager base URL (default: an in-process manager).
+        #[arg(long)]
+        url: Option<String>,
+        /// Distinct emulated devices.
+        #[arg(long, default_value_t = 10_000)]
+        devices: usize,
+        /// Concurrent requests in flight.
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// Seconds to run.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Register jobs with open demand first, so check-ins turn into persisted assignments.
+        #[arg(long)]
+        busy: bool,
+        /// Scheduling policy of the in-process manager.
+        #[arg(long, default_value = "venn")]
+        policy: String,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    match Cli::parse().command {
+        Command::Run {
+            config,
+            policy,
+            out,
+        } => {
+            let cfg = LabConfig::load(&config)?;
+            let policy = policy.unwrap_or_else(|| cfg.policy.clone());
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name).join(&policy));
+            let data = load_data(&cfg)?;
+            let r = lab::run_experiment(
+                &cfg,
+                &policy,
+                &out,
+                data,
+                Registry::with_builtins(),
+                ctrl_c(),
+                true,
+            )
+            .await?;
+            print!("{}", r.table());
+            println!("results in {}", out.display());
+        }
+        Command::Compare {
+            config,
+            policies,
+            out,
+        } => {
+            let cfg = LabConfig::load(&config)?;
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name));
+            let data = load_data(&cfg)?;
+            let mut results = Vec::new();
+            for p in &policies {
+                eprintln!("== {p}");
+                let r = lab::run_experiment(
+                    &cfg,
+                    p,
+                    &out.join(p),
+                    data.clone(),
+                    Registry::with_builtins(),
+                    ctrl_c(),
+                    true,
+                )
+                .await?;
+                print!("{}", r.table());
+                let cancelled = r.stopped_early.as_deref() == Some("cancelled");
+                results.push(r);
+                if cancelled {
+                    break;
+                }
+            }
+            let text = lab::speedups(&results);
+            std::fs::write(out.join("compare.txt"), &text)?;
+            print!("{text}");
+        }
+        Command::Load {
+            url,
+            devices,
+            connections,
+            seconds,
+            busy,
+            policy,
+        } => {
+            let dir = std::env::temp_dir().join(format!("venn-lab-load-{}", std::process::id()));
+            std::fs::create_dir_all(&dir)?;
+            let local = match url {
+                Some(_) => None,
+                None => {
+                    let settings = Settings {
+                        policy: policy.clone(),
+                        ..Settings::default()
+                    };
+                    Some(
+                        LocalManager::start(settings, &dir.join("manager.db"))
+                            .await
+                            .context("starting the in-process manager")?,
+                    )
+                }
+            };
+            let base =
+                url.unwrap_or_else(|| local.as_ref().map(|l| l.url.clone()).unwrap_or_default());
+            if busy {
+                load::register_busy_jobs(&base).await?;
+            }
+            let profiles = population::synthetic(997);
+            let report = load::run(LoadConfig {
+                base,
+                profiles,
+                devices,
+                connections,
+                duration: Duration::from_secs_f64(seconds),
+            })
+            .await;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
+    }
+    Ok(())
+}
+
+fn load_data(cfg: &LabConfig) -> anyhow::Result<Arc<datasets::Femnist>> {
+    let dir = datasets::locate(cfg.data.as_deref())
+        .context("finding FEMNIST (set --data in the config's `data` key or VENN_DATA)")?;
+    let data = datasets::Femnist::load(&dir, datasets::WriterSet::Main)
+        .with_context(|| format!("loading {}", dir.display()))?;
+    Ok(Arc::new(data))
+}
+
+async fn ctrl_c() {
+    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("interrupted: stopping the experiment and writing partial results");
+}

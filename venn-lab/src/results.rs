@@ -1,0 +1,289 @@
+//! An experiment's results: per-job outcomes, time-to-accuracy, average JCT, and the
+//! files written for them (summary JSON, TTA CSV, accuracy-vs-time PNG).
+
+use crate::config::LabConfig;
+use device_agent::agent::AgentStats;
+use fl_job::plot::{Series, accuracy_png};
+use fl_job::runner::{JobReport, RoundRow};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// How one job went.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobOutcome {
+    /// Job name.
+    pub name: String,
+    /// Completed (all rounds or target accuracy).
+    pub finished: bool,
+    /// Job completion time, seconds (registration to finish).
+    pub jct_s: Option<f64>,
+    /// Rounds aggregated.
+    pub rounds: usize,
+    /// Accuracy after the last round.
+    pub final_accuracy: Option<f64>,
+    /// Its rounds.
+    pub history: Vec<RoundRow>,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+}
+
+impl JobOutcome {
+    pub(crate) fn from_report(r: JobReport) -> Self {
+        JobOutcome {
+            name: r.name.clone(),
+            finished: r.finished_s.is_some(),
+            jct_s: r.jct_s(),
+            rounds: r.rounds.len(),
+            final_accuracy: r.rounds.last().map(|x| x.accuracy),
+            history: r.rounds,
+            error: None,
+        }
+    }
+
+    /// A job the run stopped (`why`) before it finished: its rounds so far, read back from
+    /// the CSV it appends a row to per round (none if it had not started).
+    pub(crate) fn unfinished(name: &str, csv: &Path, why: &str) -> Self {
+        let history: Vec<RoundRow> = csv::Reader::from_path(csv)
+            .map(|mut r| r.deserialize().filter_map(Result::ok).collect())
+            .unwrap_or_default();
+        JobOutcome {
+            name: name.into(),
+            finished: false,
+            jct_s: None,
+            rounds: history.len(),
+            final_accuracy: history.last().map(|x| x.accuracy),
+            history,
+            error: Some(format!("unfinished: {why}")),
+        }
+    }
+
+    pub(crate) fn failed(name: &str, error: String) -> Self {
+        JobOutcome {
+            name: name.into(),
+            finished: false,
+            jct_s: None,
+            rounds: 0,
+            final_accuracy: None,
+            history: Vec::new(),
+            error: Some(error),
+        }
+    }
+
+    /// First wall time (seconds since the start) at which the job reached `acc`.
+    pub fn time_to_accuracy(&self, acc: f64) -> Option<f64> {
+        self.history
+            .iter()
+            .find(|r| r.accuracy >= acc)
+            .map(|r| r.wall_s)
+    }
+}
+
+/// The whole experiment under one policy.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabResult {
+    /// Experiment name.
+    pub name: String,
+    /// Policy.
+    pub policy: String,
+    /// Wall seconds.
+    pub wall_s: f64,
+    /// Set when the run stopped before every job finished.
+    pub stopped_early: Option<String>,
+    /// Average JCT over finished jobs, seconds.
+    pub avg_jct_s: Option<f64>,
+    /// Jobs that finished.
+    pub jobs_finished: usize,
+    /// Per threshold: average time-to-accuracy over the jobs that reached it, and how many did.
+    pub avg_tta_s: Vec<(f64, Option<f64>, usize)>,
+    /// Per-job outcomes.
+    pub jobs: Vec<JobOutcome>,
+    /// Device-side counters.
+    pub devices: AgentStats,
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+impl LabResult {
+    pub(crate) fn new(
+        cfg: &LabConfig,
+        policy: &str,
+        mut jobs: Vec<JobOutcome>,
+        devices: AgentStats,
+        wall_s: f64,
+        stopped_early: Option<String>,
+    ) -> Self {
+        jobs.sort_by(|a, b| a.name.cmp(&b.name));
+        let jcts: Vec<f64> = jobs.iter().filter_map(|j| j.jct_s).collect();
+        let avg_tta_s = cfg
+            .tta_thresholds
+            .iter()
+            .map(|&a| {
+                let t: Vec<f64> = jobs.iter().filter_map(|j| j.time_to_accuracy(a)).collect();
+                (a, mean(&t), t.len())
+            })
+            .collect();
+        LabResult {
+            name: cfg.name.clone(),
+            policy: policy.into(),
+            wall_s,
+            stopped_early,
+            avg_jct_s: mean(&jcts),
+            jobs_finished: jcts.len(),
+            avg_tta_s,
+            jobs,
+            devices,
+        }
+    }
+
+    /// A console table: per job JCT and TTA, then averages.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "policy {}  ({:.0} s wall{})",
+            self.policy,
+            self.wall_s,
+            self.stopped_early
+                .as_deref()
+                .map(|r| format!(", stopped: {r}"))
+                .unwrap_or_default()
+        );
+        // The name column fits the longest job name.
+        let w = self
+            .jobs
+            .iter()
+            .map(|j| j.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(20);
+        let mut head = format!(
+            "{:<w$} {:>8} {:>7} {:>9}",
+            "job", "JCT s", "rounds", "final acc"
+        );
+        for (a, _, _) in &self.avg_tta_s {
+            let _ = write!(head, " {:>10}", format!("TTA {:.0}%", a * 100.0));
+        }
+        let _ = writeln!(s, "{head}");
+        let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
+        for j in &self.jobs {
+            let mut line = format!(
+                "{:<w$} {:>8} {:>7} {:>9}",
+                j.name,
+                f(j.jct_s),
+                j.rounds,
+                j.final_accuracy
+                    .map_or("-".into(), |a| format!("{:.1}%", a * 100.0))
+            );
+            for (a, _, _) in &self.avg_tta_s {
+                let _ = write!(line, " {:>10}", f(j.time_to_accuracy(*a)));
+            }
+            let _ = writeln!(s, "{line}");
+        }
+        let mut line = format!(
+            "{:<w$} {:>8} {:>7} {:>9}",
+            "average",
+            f(self.avg_jct_s),
+            "",
+            ""
+        );
+        for (_, t, n) in &self.avg_tta_s {
+            let _ = write!(line, " {:>10}", format!("{} ({n})", f(*t)));
+        }
+        let _ = writeln!(s, "{line}");
+        s
+    }
+
+    /// Writes `summary.json`, `tta.csv` and `accuracy.png` into `out`.
+    pub fn write(&self, out: &Path) -> std::io::Result<()> {
+        std::fs::write(
+            out.join("summary.json"),
+            serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?,
+        )?;
+        let mut tta = String::from("job,jct_s,rounds,final_accuracy");
+        for (a, _, _) in &self.avg_tta_s {
+            let _ = write!(tta, ",tta_{:.0}_s", a * 100.0);
+        }
+        tta.push('\n');
+        let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+        for j in &self.jobs {
+            let _ = write!(
+                tta,
+                "{},{},{},{}",
+                j.name,
+                f(j.jct_s),
+                j.rounds,
+                f(j.final_accuracy)
+            );
+            for (a, _, _) in &self.avg_tta_s {
+                let _ = write!(tta, ",{}", f(j.time_to_accuracy(*a)));
+            }
+            tta.push('\n');
+        }
+        std::fs::write(out.join("tta.csv"), tta)?;
+        let series: Vec<Series> = self
+            .jobs
+            .iter()
+            .map(|j| Series {
+                name: j.name.clone(),
+                points: j
+                    .history
+                    .iter()
+                    .map(|r| (r.wall_s / 60.0, r.accuracy * 100.0))
+                    .collect(),
+            })
+            .collect();
+        accuracy_png(
+            &out.join("accuracy.png"),
+            &format!("{} — {}", self.name, self.policy),
+            &series,
+        )
+        .map_err(std::io::Error::other)
+    }
+}
+
+/// Speed-ups of each result's average JCT and TTA over the first result's.
+pub fn speedups(results: &[LabResult]) -> String {
+    let mut s = String::new();
+    let Some(base) = results.first() else {
+        return s;
+    };
+    let _ = writeln!(
+        s,
+        "{:<14} {:>10} {:>12}",
+        "policy", "avg JCT s", "JCT speed-up"
+    );
+    for r in results {
+        let sp = match (base.avg_jct_s, r.avg_jct_s) {
+            (Some(b), Some(x)) if x > 0.0 => format!("{:.2}x", b / x),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            s,
+            "{:<14} {:>10} {:>12}",
+            r.policy,
+            r.avg_jct_s.map_or("-".into(), |v| format!("{v:.1}")),
+            sp
+        );
+    }
+    for (i, (a, _, _)) in base.avg_tta_s.iter().enumerate() {
+        let _ = writeln!(s, "time to {:.0}% accuracy:", a * 100.0);
+        for r in results {
+            let (t, n) = (r.avg_tta_s[i].1, r.avg_tta_s[i].2);
+            let sp = match (base.avg_tta_s[i].1, t) {
+                (Some(b), Some(x)) if x > 0.0 => format!("{:.2}x", b / x),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "  {:<12} {:>10} ({n} jobs) {:>8}",
+                r.policy,
+                t.map_or("-".into(), |v| format!("{v:.1} s")),
+                sp
+            );
+        }
+    }
+    s
+}

@@ -1,0 +1,200 @@
+//! Running one experiment under one policy.
+
+use crate::config::{AvailabilitySource, LabConfig};
+use crate::manager::LocalManager;
+use crate::results::{JobOutcome, LabResult};
+use datasets::{Femnist, Samples};
+use device_agent::agent::{Agent, AgentConfig};
+use device_agent::availability::{Availability, SessionOptions};
+use device_agent::population;
+use fl_job::runner::{RunOptions, run_job};
+use fl_job::task::Registry;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+use venn_manager::Settings;
+
+/// Why an experiment could not run.
+#[derive(Debug, Error)]
+pub enum LabError {
+    /// Setting something up failed.
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn setup(e: impl std::fmt::Display) -> LabError {
+    LabError::Setup(e.to_string())
+}
+
+/// Runs `cfg` under `policy`, writing into `out` (created). `data` is the loaded FEMNIST
+/// main set; `registry` holds the tasks the jobs name (built-ins plus any custom ones).
+/// Stops early on `cancel`.
+pub async fn run_experiment(
+    cfg: &LabConfig,
+    policy: &str,
+    out: &Path,
+    data: Arc<Femnist>,
+    registry: Registry,
+    cancel: impl std::future::Future<Output = ()>,
+    progress: bool,
+) -> Result<LabResult, LabError> {
+    std::fs::create_dir_all(out.join("jobs")).map_err(setup)?;
+    let settings = Settings {
+        policy: policy.to_string(),
+        seed: cfg.seed,
+        retry_after_s: 1.0,
+        admission: cfg.admission,
+        ..Settings::default()
+    };
+    let local = LocalManager::start(settings, &out.join("manager.db"))
+        .await
+        .map_err(setup)?;
+    let (base, manager) = (local.url.clone(), local.manager.clone());
+
+    let d = &cfg.devices;
+    let profiles = match venn_traces::shared_traces_dir() {
+        Some(dir) if dir.exists() => population::from_traces(&dir, d.count).map_err(setup)?,
+        _ => population::synthetic(d.count),
+    };
+    let availability = match &d.availability {
+        AvailabilitySource::Always => Availability::AlwaysOnline,
+        AvailabilitySource::Synthetic => Availability::synthetic(
+            d.count,
+            venn_traces::SyntheticOptions::default(),
+            SessionOptions::default(),
+        )
+        .map_err(setup)?,
+        AvailabilitySource::Trace(p) => {
+            Availability::from_trace_file(p, d.count, SessionOptions::default()).map_err(setup)?
+        }
+    };
+    let mut acfg = AgentConfig::new(base.clone(), profiles, data.clone());
+    acfg.availability = Arc::new(availability);
+    acfg.compress = d.compress;
+    acfg.start_s = d.start_s;
+    acfg.workers = d.workers;
+    acfg.writers_per_device = d.writers_per_device;
+    acfg.drop_fraction = d.drop_fraction;
+    acfg.seed = cfg.seed;
+    let agent = Agent::new(acfg, registry.clone()).map_err(setup)?;
+    let (stop_agents_tx, stop_agents_rx) = tokio::sync::oneshot::channel::<()>();
+    let agents = tokio::spawn(agent.run(async {
+        let _ = stop_agents_rx.await;
+    }));
+
+    let t0 = Instant::now();
+    let mut jobs = tokio::task::JoinSet::new();
+    for lj in &cfg.jobs {
+        let task = registry
+            .build(&lj.job.task, &lj.job.params)
+            .map_err(|e| setup(format!("job {}: {e}", lj.job.name)))?;
+        let test = Arc::new(held_out(&data, lj.job.eval_writers));
+        let opts = RunOptions {
+            manager: base.clone(),
+            listen: "127.0.0.1:0".parse().expect("literal"),
+            csv: Some(fresh_job_csv(out, &lj.job.name)),
+            t0,
+        };
+        let (job, arrival) = (lj.job.clone(), lj.arrival_s);
+        jobs.spawn(async move {
+            tokio::time::sleep(Duration::from_secs_f64(arrival)).await;
+            let name = job.name.clone();
+            (name, run_job(job, task, test, opts).await)
+        });
+    }
+    let bar = progress.then(|| {
+        let b = ProgressBar::new(cfg.jobs.len() as u64);
+        b.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} jobs done  {msg}",
+            )
+            .expect("valid template"),
+        );
+        b.enable_steady_tick(Duration::from_millis(200));
+        b
+    });
+    let mut outcomes = Vec::new();
+    let limit = tokio::time::sleep(Duration::from_secs_f64(cfg.max_minutes * 60.0));
+    tokio::pin!(limit);
+    tokio::pin!(cancel);
+    let mut stopped_early = None;
+    while !jobs.is_empty() {
+        tokio::select! {
+            Some(done) = jobs.join_next() => {
+                if let Ok((name, r)) = done {
+                    match r {
+                        Ok(rep) => outcomes.push(JobOutcome::from_report(rep)),
+                        Err(e) => {
+                            tracing::error!(job = %name, error = %e, "job failed");
+                            outcomes.push(JobOutcome::failed(&name, e.to_string()));
+                        }
+                    }
+                }
+                if let Some(b) = &bar {
+                    b.inc(1);
+                    b.set_message(format!("{} check-ins", manager.metrics.checkins.load(std::sync::atomic::Ordering::Relaxed)));
+                }
+            }
+            _ = &mut limit => { stopped_early = Some("time limit"); break; }
+            _ = &mut cancel => { stopped_early = Some("cancelled"); break; }
+        }
+    }
+    jobs.abort_all();
+    while jobs.join_next().await.is_some() {}
+    if let Some(why) = stopped_early {
+        // Jobs cut short still report how far they got.
+        for lj in &cfg.jobs {
+            if !outcomes.iter().any(|o| o.name == lj.job.name) {
+                let csv = job_csv(out, &lj.job.name);
+                outcomes.push(JobOutcome::unfinished(&lj.job.name, &csv, why));
+            }
+        }
+    }
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let _ = stop_agents_tx.send(());
+    let agent_stats = agents.await.map_err(setup)?;
+    local.stop().await;
+    let result = LabResult::new(
+        cfg,
+        policy,
+        outcomes,
+        agent_stats,
+        t0.elapsed().as_secs_f64(),
+        stopped_early.map(str::to_string),
+    );
+    result.write(out).map_err(setup)?;
+    Ok(result)
+}
+
+/// Where job `name` appends its rounds.
+fn job_csv(out: &Path, name: &str) -> PathBuf {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    out.join("jobs").join(format!("{safe}.csv"))
+}
+
+/// [`job_csv`], emptied of a previous run's rows.
+fn fresh_job_csv(out: &Path, name: &str) -> PathBuf {
+    let p = job_csv(out, name);
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// Test samples of the last `n` main-set writers (held out from the jobs' metrics only in
+/// the sense that they are test samples; the devices train on train splits).
+fn held_out(data: &Femnist, n: usize) -> Samples {
+    let k = n.min(data.test.len());
+    Samples::from_writers(data.test[data.test.len() - k..].iter())
+}

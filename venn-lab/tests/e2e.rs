@@ -1,0 +1,314 @@
+//! End to end on loopback: a real manager, 20 emulated devices and two FL jobs — a
+//! built-in ResNet-18 and the custom `softmax-fedavgm` task from
+//! `fl-job/examples/custom_task.rs` — on generated FEMNIST-shaped data. Both jobs must
+//! finish and write accuracy rows. A second run drops 30 % of devices mid-task and still
+//! completes its rounds through over-commit and deadlines.
+
+#[path = "../../fl-job/examples/custom_task.rs"]
+mod custom_task;
+
+use datasets::{Femnist, IMAGE_PIXELS, Writer};
+use fl_job::task::Registry;
+use std::path::Path;
+use std::sync::Arc;
+use venn_lab::{LabConfig, LabResult, run_experiment};
+
+/// Writers whose images light up a label-specific band, so a model can learn them.
+fn fixture(writers: usize, per_writer: usize) -> Femnist {
+    let make = |w: usize, offset: usize| {
+        let mut images = Vec::new();
+        let mut labels = Vec::new();
+        for i in 0..per_writer {
+            let label = ((w + i + offset) % 5) as u8;
+            let mut img = vec![255u8; IMAGE_PIXELS];
+            for px in img.iter_mut().skip(label as usize * 150).take(150) {
+                *px = ((w * 7 + i) % 60) as u8;
+            }
+            images.extend(img);
+            labels.push(label);
+        }
+        Writer {
+            id: format!("f{w:04}_00"),
+            images,
+            labels,
+        }
+    };
+    Femnist {
+        train: (0..writers).map(|w| make(w, 0)).collect(),
+        test: (0..writers).map(|w| make(w, 3)).collect(),
+    }
+}
+
+fn registry() -> Registry {
+    let mut r = Registry::with_builtins();
+    custom_task::register(&mut r);
+    r
+}
+
+fn out_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("venn-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Parses `toml` as experiment `name`, runs it under venn with 20 fixture writers and
+/// returns the result and its output folder.
+async fn run_lab(name: &str, toml: &str) -> (LabResult, std::path::PathBuf) {
+    run_lab_until(name, toml, |_| std::future::pending()).await
+}
+
+/// [`run_lab`], cancelled (as by Ctrl-C) when the future `cancel(out)` resolves.
+async fn run_lab_until<F: std::future::Future<Output = ()>>(
+    name: &str,
+    toml: &str,
+    cancel: impl FnOnce(&Path) -> F,
+) -> (LabResult, std::path::PathBuf) {
+    let cfg = LabConfig::parse(toml, Path::new(&format!("{name}.toml"))).unwrap();
+    let out = out_dir(name);
+    let r = run_experiment(
+        &cfg,
+        "venn",
+        &out,
+        Arc::new(fixture(20, 12)),
+        registry(),
+        cancel(&out),
+        false,
+    )
+    .await
+    .unwrap();
+    (r, out)
+}
+
+fn rows(p: &Path) -> usize {
+    std::fs::read_to_string(p).map_or(0, |s| s.lines().count().saturating_sub(1))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_jobs_twenty_devices_two_rounds() {
+    let (r, out) = run_lab(
+        "two",
+        r#"
+name = "e2e"
+policy = "venn"
+max_minutes = 4
+tta_thresholds = [0.3]
+[devices]
+count = 20
+compress = 1000
+[[jobs]]
+name = "custom"
+task = "softmax-fedavgm"
+params = { lr = 0.1, epochs = 1 }
+rounds = 2
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+[[jobs]]
+name = "resnet"
+task = "resnet18-femnist"
+params = { width = 2, train = { max_steps = 1, batch_size = 10 } }
+arrival_s = 1
+rounds = 2
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+"#,
+    )
+    .await;
+    assert!(r.stopped_early.is_none(), "{}", r.table());
+    assert_eq!(r.jobs_finished, 2, "{}", r.table());
+    for j in ["custom", "resnet"] {
+        assert_eq!(
+            rows(&out.join("jobs").join(format!("{j}.csv"))),
+            2,
+            "{j} wrote two accuracy rows"
+        );
+    }
+    let custom = r.jobs.iter().find(|j| j.name == "custom").unwrap();
+    assert!(
+        custom.final_accuracy.unwrap() > 0.3,
+        "the custom task learns the fixture: {}",
+        r.table()
+    );
+    for f in ["summary.json", "tta.csv", "accuracy.png"] {
+        assert!(out.join(f).exists(), "{f} written");
+    }
+    assert!(r.devices.updates_uploaded >= 4 * 2 * 2 * 8 / 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rounds_close_when_thirty_percent_of_devices_vanish_mid_task() {
+    let (r, _) = run_lab(
+        "drops",
+        r#"
+name = "drops"
+max_minutes = 4
+[devices]
+count = 20
+compress = 1000
+drop_fraction = 0.3
+[[jobs]]
+name = "custom"
+task = "softmax-fedavgm"
+rounds = 3
+target_participants = 6
+overcommit = 1.6
+min_response_fraction = 0.8
+deadline_s = 8
+eval_writers = 5
+"#,
+    )
+    .await;
+    assert_eq!(r.jobs_finished, 1, "{}", r.table());
+    assert_eq!(r.jobs[0].rounds, 3);
+    assert!(
+        r.devices.dropped > 0,
+        "some devices vanished: {:?}",
+        r.devices
+    );
+}
+
+/// With admission control on, a job whose statement is worth less than its price is
+/// declined with the quote and never runs, while a worthwhile one is admitted and trains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_declines_a_job_not_worth_its_price_and_runs_the_other() {
+    let (r, _) = run_lab(
+        "admission",
+        r#"
+name = "admission"
+max_minutes = 4
+[admission]
+slot_s = 600
+[devices]
+count = 20
+compress = 1000
+[[jobs]]
+name = "worth-it"
+task = "softmax-fedavgm"
+arrival_s = 2
+rounds = 2
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+statement = { value = [[0, 100.0], [7200, 0.0]], rounds = [[2, 1.0]], demand = 4, round_s = 1200 }
+[[jobs]]
+name = "cheap"
+task = "softmax-fedavgm"
+arrival_s = 2
+rounds = 2
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+statement = { value = [[3600, 0.000001]], rounds = [[2, 1.0]], demand = 4, round_s = 3600 }
+"#,
+    )
+    .await;
+    let job = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap();
+    assert!(
+        job("worth-it").finished,
+        "{}\n{:?}",
+        r.table(),
+        job("worth-it").error
+    );
+    let cheap = job("cheap");
+    assert!(!cheap.finished);
+    assert_eq!(cheap.rounds, 0);
+    let why = cheap.error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("409") && why.contains("declined") && why.contains("quote"),
+        "{why}"
+    );
+}
+
+#[test]
+fn config_errors_name_the_file_and_key() {
+    let error = |toml: &str| {
+        LabConfig::parse(toml, Path::new("exp.toml"))
+            .unwrap_err()
+            .to_string()
+    };
+    let job = "[[jobs]]\nname = \"a\"\ntask = \"t\"\nrounds = 1\ntarget_participants = 1\n";
+    let e = error(&format!(
+        "name = \"x\"\n[devices]\ncount = 4\n{job}deadline_s = -5\n"
+    ));
+    assert!(
+        e.contains("exp.toml") && e.contains("jobs[0].deadline_s"),
+        "{e}"
+    );
+    let e = error("name = \"x\"\n[devices]\ncount = 4\ncolour = 1\n");
+    assert!(e.contains("exp.toml") && e.contains("colour"), "{e}");
+    // A job without a statement is a config error while admission is on.
+    let e = error(&format!(
+        "name = \"x\"\n[admission]\n[devices]\ncount = 4\n{job}deadline_s = 5\n"
+    ));
+    assert!(e.contains("jobs[0].statement"), "{e}");
+}
+
+#[test]
+fn shipped_experiment_configs_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments");
+    for name in ["quick.toml", "paper.toml", "custom.toml"] {
+        let cfg = LabConfig::load(&dir.join(name)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!cfg.jobs.is_empty(), "{name}");
+    }
+    assert_eq!(
+        LabConfig::load(&dir.join("paper.toml")).unwrap().jobs.len(),
+        20
+    );
+    let job: fl_job::runner::JobConfig =
+        toml::from_str(&std::fs::read_to_string(dir.join("job.toml")).unwrap()).unwrap();
+    job.validate().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_early_reports_how_far_each_job_got() {
+    let toml = r#"
+name = "stopped"
+max_minutes = 4
+[devices]
+count = 20
+compress = 1000
+[[jobs]]
+name = "long"
+task = "softmax-fedavgm"
+rounds = 1000
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+[[jobs]]
+name = "later"
+task = "softmax-fedavgm"
+arrival_s = 600
+rounds = 2
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+"#;
+    // Cancel once the long job has written two rounds.
+    let (r, out) = run_lab_until("stopped", toml, |out| {
+        let watched = out.join("jobs").join("long.csv");
+        async move {
+            while rows(&watched) < 2 {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    })
+    .await;
+    let csv = out.join("jobs").join("long.csv");
+    assert_eq!(r.stopped_early.as_deref(), Some("cancelled"));
+    assert_eq!(r.jobs_finished, 0);
+    let job = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap();
+    let long = job("long");
+    assert!(!long.finished);
+    assert_eq!(long.error.as_deref(), Some("unfinished: cancelled"));
+    assert!(
+        long.rounds >= 2 && long.rounds == rows(&csv),
+        "{}",
+        r.table()
+    );
+    assert_eq!(long.history.len(), long.rounds);
+    assert!(long.final_accuracy.is_some());
+    let later = job("later");
+    assert_eq!((later.rounds, later.finished), (0, false), "never arrived");
+    assert!(r.table().contains("long"), "{}", r.table());
+}

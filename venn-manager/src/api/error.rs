@@ -1,0 +1,39 @@
+//! The HTTP face of the manager's errors: [`ServiceError`] → status + the protocol's
+//! JSON error body ([`HttpError`]), so handlers answer domain errors with `?`.
+
+use crate::error::ServiceError;
+use axum::http::StatusCode;
+use venn_api::{HttpError, codes};
+use venn_core::CoreError;
+
+impl From<ServiceError> for HttpError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Core(c) => core(c),
+            ServiceError::Invalid { field, reason } => HttpError::field(field, reason),
+            ServiceError::Unauthorized(what) => HttpError::unauthorized(what),
+            ServiceError::NotFound(m) => HttpError::not_found(m),
+            ServiceError::Declined { reason, quote } => HttpError::declined(&reason, quote),
+            ServiceError::Evicted { job, at } => HttpError::evicted(job, at),
+            ServiceError::Store(e) => HttpError::internal(e),
+            ServiceError::Internal(e) => HttpError::internal(e),
+        }
+    }
+}
+
+fn core(e: CoreError) -> HttpError {
+    let msg = e.to_string();
+    match e {
+        CoreError::UnknownJob(_)
+        | CoreError::UnknownRound { .. }
+        | CoreError::UnknownTask { .. } => HttpError::not_found(msg),
+        CoreError::DuplicateJob(_)
+        | CoreError::RoundAlreadyOpen { .. }
+        | CoreError::TaskClosed { .. } => HttpError::conflict(codes::CONFLICT, msg),
+        CoreError::Invalid { field, reason } => HttpError::field(field, reason),
+        CoreError::TooManyGroups(_) => {
+            HttpError::new(StatusCode::SERVICE_UNAVAILABLE, codes::TOO_MANY_GROUPS, msg)
+        }
+        CoreError::UnknownPolicy(..) => HttpError::field("policy", msg),
+    }
+}

@@ -1,0 +1,201 @@
+//! Jobs: registration (through admission control when it is on), completion and
+//! cancellation, and what the API reads about a job.
+
+use super::*;
+
+impl Manager {
+    /// Registers a job (`POST /v1/jobs`). With admission control off the statement of
+    /// work is ignored. With it on the statement is required (422 naming `statement`
+    /// otherwise, or the statement's bad field) and the controller decides: an admitted
+    /// job is registered, held until its plan's launch, and answered with the plan; a
+    /// declined job is not registered and gets a 409 with the reason and the quote.
+    pub fn register_job(&self, mut req: RegisterJob) -> Result<Registered, ServiceError> {
+        let statement = req.statement.take();
+        if req.name.trim().is_empty() {
+            return Err(ServiceError::field("name", "must not be empty"));
+        }
+        if req.rounds == 0 {
+            return Err(ServiceError::field("rounds", "must be at least 1"));
+        }
+        if !(req.plan_url.starts_with("http://") || req.plan_url.starts_with("https://")) {
+            return Err(ServiceError::field(
+                "plan_url",
+                "must be an http:// or https:// URL",
+            ));
+        }
+        let statement = match (self.settings.admission.as_ref(), statement) {
+            (None, s) => {
+                if s.is_some() {
+                    tracing::debug!(name = %req.name, "statement of work ignored: admission control is off");
+                }
+                None
+            }
+            (Some(_), None) => {
+                return Err(ServiceError::field(
+                    "statement",
+                    "required while admission control is on: {value, rounds, demand, round_s}",
+                ));
+            }
+            (Some(params), Some(s)) => {
+                s.validate()?;
+                check_statement(&s, params)?;
+                Some(s)
+            }
+        };
+        let now = self.clock.now();
+        let mut spec = JobSpec::new(req.name, req.requirement).with_rounds(req.rounds);
+        if let Some(c) = req.task_cost {
+            spec = spec.with_task_cost(c);
+        }
+        let mut guard = self.lock();
+        let g = &mut *guard;
+        let id = JobId(g.next_job_id);
+        g.core.register_job_with_id(id, spec.clone(), now)?;
+        let admitted = match (g.admission.as_mut(), &statement) {
+            (Some(adm), Some(sow)) => match adm.controller_mut().submit(id, sow, now) {
+                Ok(Admission::Admitted { plan }) => {
+                    if let Err(e) = g.core.hold_job(id, plan.launch_at) {
+                        adm.controller_mut().withdraw(id, now);
+                        let _ = g.core.remove_job(id, now);
+                        return Err(e.into());
+                    }
+                    let a = adm.admitted(id.0).cloned().expect("just admitted");
+                    Some(a)
+                }
+                Ok(Admission::Declined { quote, reason }) => {
+                    let _ = g.core.remove_job(id, now);
+                    tracing::info!(name = %spec.name, %reason, ?quote, "job declined by admission control");
+                    return Err(ServiceError::Declined { reason, quote });
+                }
+                Err(e) => {
+                    let _ = g.core.remove_job(id, now);
+                    return Err(e.into());
+                }
+            },
+            _ => None,
+        };
+        let stored = StoredJob {
+            id: id.0,
+            spec,
+            token: token(),
+            plan_url: req.plan_url,
+            model_size_bytes: req.model_size_bytes,
+            registered_at: now.secs(),
+            state: JobLifecycle::Active,
+            rounds_done: 0,
+            next_round: 0,
+        };
+        let saved = match (&admitted, &statement) {
+            (Some(a), Some(sow)) => g.store.insert_admitted_job(&stored, a, sow),
+            _ => g.store.insert_job(&stored),
+        };
+        if let Err(e) = saved {
+            if let Some(adm) = g.admission.as_mut().filter(|_| admitted.is_some()) {
+                // Counted as withdrawn in the controller's totals; its commitment is undone.
+                adm.controller_mut().withdraw(id, now);
+            }
+            let _ = g.core.remove_job(id, now);
+            return Err(e.into());
+        }
+        g.next_job_id += 1;
+        let plan = admitted.map(|a| a.plan);
+        let meta = JobMeta {
+            token: stored.token.clone(),
+            plan_url: stored.plan_url,
+            model_size_bytes: stored.model_size_bytes,
+            last: None,
+            plan,
+        };
+        g.jobs.insert(id.0, meta);
+        match plan {
+            Some(p) => tracing::info!(
+                job = id.0,
+                name = %stored.spec.name,
+                launch_at = p.launch_at.secs(),
+                expected_value = p.expected_value,
+                expected_price = p.expected_price,
+                "job admitted and registered"
+            ),
+            None => tracing::info!(job = id.0, name = %stored.spec.name, "job registered"),
+        }
+        Ok(Registered {
+            job_id: id.0,
+            token: stored.token,
+            plan,
+        })
+    }
+
+    pub(super) fn authorize(g: &Inner, job: u64, token: Option<&str>) -> Result<(), ServiceError> {
+        let meta = g.jobs.get(&job).ok_or_else(|| g.missing(job))?;
+        match token {
+            Some(t) if t == meta.token => Ok(()),
+            _ => Err(ServiceError::Unauthorized("job token")),
+        }
+    }
+
+    /// Ends a job: `finished` after its rounds, or `removed` when cancelled.
+    pub fn end_job(
+        &self,
+        job: u64,
+        token: Option<&str>,
+        finished: bool,
+    ) -> Result<(), ServiceError> {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        Self::authorize(&g, job, token)?;
+        let id = JobId(job);
+        // The store first: if it fails, nothing has changed anywhere.
+        g.store.end_job(
+            job,
+            if finished {
+                JobLifecycle::Finished
+            } else {
+                JobLifecycle::Removed
+            },
+            now,
+        )?;
+        if finished {
+            g.core.job_finished(id, now)?;
+        } else {
+            g.core.remove_job(id, now)?;
+        }
+        g.jobs.remove(&job);
+        g.tasks.retain(|_, t| t.job != id);
+        tracing::info!(job, finished, "job ended");
+        if let Some(adm) = g.admission.as_mut() {
+            let ctl = adm.controller_mut();
+            let settled = if finished {
+                ctl.finished(id, now)
+            } else {
+                ctl.withdraw(id, now)
+            };
+            if let Some(s) = settled {
+                tracing::info!(
+                    job,
+                    value = s.value,
+                    payment = s.payment,
+                    "admitted job settled"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Model size and plan URL of a job.
+    pub fn job_info(&self, job: u64) -> Option<(String, u64)> {
+        let g = self.lock();
+        g.jobs
+            .get(&job)
+            .map(|m| (m.plan_url.clone(), m.model_size_bytes))
+    }
+
+    /// The plan a live job was admitted with.
+    pub fn admission_plan(&self, job: u64) -> Option<Plan> {
+        self.lock().jobs.get(&job).and_then(|m| m.plan)
+    }
+
+    /// The error for a job that is not live: 410 if admission control evicted it, else 404.
+    pub fn missing_job(&self, job: u64) -> ServiceError {
+        self.lock().missing(job)
+    }
+}

@@ -1,0 +1,176 @@
+//! The manager's domain logic, independent of HTTP: one `ResourceManager` from
+//! `venn-core` driven on the wall clock, with every accepted input persisted to SQLite in
+//! the same critical section, leases, the deadline sweeper, and restart recovery.
+//!
+//! With admission control on ([`Settings::admission`]) registration goes through the
+//! [`AdmissionController`](venn_core::admission::AdmissionController) in the same critical
+//! section: an admitted job is registered and held until its plan's launch, a declined
+//! one is not registered at all; the ticker closes slots and evicts
+//! ([`Manager::tick_admission`]); finishing a job settles it and cancelling withdraws it.
+//!
+//! One file per resource — `jobs`, `rounds`, `devices`, `tasks` — plus `upkeep` (the
+//! background ticker's duties) and `recovery` (restart from SQLite); this file holds the
+//! state they share. Errors are [`ServiceError`]s, which the HTTP layer maps to statuses.
+
+mod devices;
+mod jobs;
+mod recovery;
+mod rounds;
+mod tasks;
+mod upkeep;
+
+use crate::admission::{AdmissionReport, AdmissionState, check_statement};
+use crate::clock::Clock;
+use crate::error::ServiceError;
+use crate::metrics::Metrics;
+use crate::settings::Settings;
+use crate::store::{JobLifecycle, Snapshot, Store, StoredJob, StoredTask};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+use venn_api::manager::*;
+use venn_core::admission::{Admission, AdmissionParams, Plan};
+use venn_core::job::{TaskRecord, TaskSample, TaskState};
+use venn_core::restore::{JobProgress, RestoredRound};
+use venn_core::*;
+
+/// Per-job data the core does not keep.
+#[derive(Clone, Debug)]
+struct JobMeta {
+    token: String,
+    plan_url: String,
+    model_size_bytes: u64,
+    /// Round number and attempt of the latest submitted round.
+    last: Option<(u32, u32)>,
+    /// The plan admission control admitted the job with, if it did.
+    plan: Option<Plan>,
+}
+
+/// An outstanding task (assigned or acknowledged).
+#[derive(Clone, Debug)]
+struct TaskMeta {
+    job: JobId,
+    round: RoundId,
+    device: DeviceId,
+    lease_until: f64,
+}
+
+struct Inner {
+    core: ResourceManager,
+    store: Store,
+    jobs: HashMap<u64, JobMeta>,
+    tasks: HashMap<String, TaskMeta>,
+    next_job_id: u64,
+    checkin_buf: HashMap<(i64, String), u32>,
+    /// Admission control, when switched on.
+    admission: Option<AdmissionState>,
+}
+
+/// The live resource manager.
+pub struct Manager {
+    inner: Mutex<Inner>,
+    clock: Clock,
+    settings: Settings,
+    /// Counters and histograms for `/metrics`.
+    pub metrics: Metrics,
+}
+
+fn token() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+fn finite(field: &str, v: f64) -> Result<(), ServiceError> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(ServiceError::field(field, "must be a finite number"))
+    }
+}
+
+impl Manager {
+    /// Opens the manager on the database at `db` (created if missing) and restores every
+    /// active job, open round, outstanding task and the recent check-in history.
+    pub fn open(settings: Settings, db: &Path, clock: Clock) -> anyhow::Result<Manager> {
+        if let Some(p) = &settings.admission {
+            p.validate()?;
+        }
+        let store = Store::open(db)?;
+        if let Some(p) = store.meta("policy")?
+            && p != settings.policy
+        {
+            tracing::warn!(stored = %p, requested = %settings.policy, "policy changed since the last run");
+        }
+        store.set_meta("policy", &settings.policy)?;
+        let cfg = ManagerConfig {
+            supply: settings.supply,
+            seed: settings.seed,
+        };
+        let mut core = ResourceManager::with_policy(cfg, &settings.policy, settings.params)?;
+        // Profiles come from anonymous clients: key their hash with a secret.
+        core.set_profile_hash_key(rand::random());
+        let now = clock.now();
+        let bucket_len = settings.supply.window_s / settings.supply.buckets as f64;
+        let min_bucket = ((now.secs() - settings.supply.window_s) / bucket_len).floor() as i64;
+        let snap = store.load(min_bucket)?;
+        let mut inner = Inner {
+            core,
+            store,
+            jobs: HashMap::new(),
+            tasks: HashMap::new(),
+            next_job_id: snap.max_job_id.map_or(0, |m| m + 1),
+            checkin_buf: HashMap::new(),
+            admission: None,
+        };
+        let restored = inner.restore(snap, bucket_len, settings.admission, now)?;
+        tracing::info!(
+            jobs = restored.0,
+            open_rounds = restored.1,
+            tasks = restored.2,
+            admitted = restored.3,
+            admission = settings.admission.is_some(),
+            "state restored"
+        );
+        Ok(Manager {
+            inner: Mutex::new(inner),
+            clock,
+            settings,
+            metrics: Metrics::default(),
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves the state as the last completed input left
+        // it (every input validates before mutating), so keep serving.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A read-only view for `/v1/status` and `/metrics`.
+    pub fn with_core<R>(&self, f: impl FnOnce(&ResourceManager, Time) -> R) -> R {
+        let now = self.clock.now();
+        let g = self.lock();
+        f(&g.core, now)
+    }
+}
+
+impl Inner {
+    /// 410 for an evicted job, 404 for any other job that is not live.
+    fn missing(&self, job: u64) -> ServiceError {
+        match self.store.job_state(job) {
+            Ok(Some((JobLifecycle::Evicted, at))) => ServiceError::Evicted { job, at },
+            Ok(_) => ServiceError::not_found(format!("unknown job {job}")),
+            Err(e) => e.into(),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Restart recovery: rebuilds the core, the task table and admission control from the
+//! SQLite snapshot, so a restarted manager resumes every job, round and task.
+
+use super::*;
+
+impl Inner {
+    pub(super) fn restore(
+        &mut self,
+        mut snap: Snapshot,
+        bucket_len: f64,
+        admission: Option<AdmissionParams>,
+        now: Time,
+    ) -> anyhow::Result<(usize, usize, usize, usize)> {
+        for (bucket, profile, count) in &snap.checkins {
+            let p: DeviceProfile = serde_json::from_str(profile)?;
+            self.core
+                .observe_supply(&p, Time((*bucket as f64 + 0.5) * bucket_len), *count);
+        }
+        if let Some(params) = admission {
+            self.admission = Some(AdmissionState::new(params, &self.core, now)?);
+        }
+        let mut open_rounds = 0;
+        let mut outstanding = 0;
+        let mut admitted = 0;
+        for j in snap.jobs {
+            let rounds: Vec<_> = snap.rounds.iter().filter(|r| r.job_id == j.id).collect();
+            let tasks: Vec<&StoredTask> = snap.tasks.iter().filter(|t| t.job_id == j.id).collect();
+            let closed = rounds
+                .iter()
+                .filter_map(|r| {
+                    Some(RoundRecord {
+                        round: RoundId(r.round),
+                        demand: r.request.demand,
+                        submitted_at: Time(r.submitted_at),
+                        fulfilled_at: r.fulfilled_at.map(Time),
+                        closed_at: Time(r.closed_at?),
+                        assigned: r.counts.0,
+                        finished: r.counts.1,
+                        failed: r.counts.2,
+                        outcome: r.outcome?,
+                    })
+                })
+                .collect();
+            let samples = tasks
+                .iter()
+                .filter(|t| t.state == TaskState::Finished)
+                .filter_map(|t| {
+                    Some(TaskSample {
+                        capacity_s: t.capacity_s,
+                        response_s: t.reported_at? - t.assigned_at,
+                    })
+                })
+                .collect();
+            let progress = JobProgress {
+                rounds_done: j.rounds_done,
+                next_round: j.next_round,
+                rounds: closed,
+                tasks: samples,
+            };
+            let id = JobId(j.id);
+            self.core
+                .restore_job(id, j.spec.clone(), Time(j.registered_at), progress)?;
+            let last = rounds.last().map(|r| (r.round, r.attempt));
+            if let Some(open) = rounds.iter().find(|r| r.closed_at.is_none()) {
+                let mine: Vec<&&StoredTask> = tasks
+                    .iter()
+                    .filter(|t| t.round == open.round && t.attempt == open.attempt)
+                    .collect();
+                let restored = RestoredRound {
+                    round: RoundId(open.round),
+                    request: open.request,
+                    submitted_at: Time(open.submitted_at),
+                    fulfilled_at: open.fulfilled_at.map(Time),
+                    tasks: mine
+                        .iter()
+                        .map(|t| {
+                            (
+                                DeviceId(t.device_id),
+                                TaskRecord {
+                                    assigned_at: Time(t.assigned_at),
+                                    capacity_s: t.capacity_s,
+                                    state: t.state,
+                                },
+                            )
+                        })
+                        .collect(),
+                };
+                self.core.restore_round(id, restored, now)?;
+                open_rounds += 1;
+                for t in mine
+                    .iter()
+                    .filter(|t| matches!(t.state, TaskState::Assigned | TaskState::Acknowledged))
+                {
+                    self.tasks.insert(
+                        t.token.clone(),
+                        TaskMeta {
+                            job: id,
+                            round: RoundId(t.round),
+                            device: DeviceId(t.device_id),
+                            lease_until: t.lease_until,
+                        },
+                    );
+                    outstanding += 1;
+                }
+            }
+            let plan = match (self.admission.as_mut(), snap.admissions.remove(&j.id)) {
+                (Some(adm), Some(a)) => {
+                    let plan = a.plan;
+                    adm.controller_mut().restore(id, a, now)?;
+                    self.core.hold_job(id, plan.launch_at)?;
+                    admitted += 1;
+                    Some(plan)
+                }
+                (None, Some(_)) => {
+                    tracing::warn!(
+                        job = j.id,
+                        "admitted job restored with admission control off: it is no longer held"
+                    );
+                    None
+                }
+                (_, None) => None,
+            };
+            self.jobs.insert(
+                j.id,
+                JobMeta {
+                    token: j.token,
+                    plan_url: j.plan_url,
+                    model_size_bytes: j.model_size_bytes,
+                    last,
+                    plan,
+                },
+            );
+        }
+        Ok((self.jobs.len(), open_rounds, outstanding, admitted))
+    }
+}

@@ -1,0 +1,150 @@
+//! Rounds: submission, status and close (success or abort).
+
+use super::*;
+
+impl Manager {
+    /// Submits the job's next round request.
+    pub fn submit_round(
+        &self,
+        job: u64,
+        token: Option<&str>,
+        req: SubmitRound,
+    ) -> Result<Submitted, ServiceError> {
+        finite("deadline_s", req.deadline_s)?;
+        if req.deadline_s <= 0.0 {
+            return Err(ServiceError::field("deadline_s", "must be positive"));
+        }
+        finite("min_response_fraction", req.min_response_fraction)?;
+        let now = self.clock.now();
+        let mut g = self.lock();
+        Self::authorize(&g, job, token)?;
+        let request = RoundRequest {
+            demand: req.demand,
+            deadline: now + req.deadline_s,
+            min_response_fraction: req.min_response_fraction,
+        };
+        let round = g.core.submit_request(JobId(job), request, now)?;
+        let attempt = match g.jobs[&job].last {
+            Some((r, a)) if r == round.0 => a + 1,
+            _ => 0,
+        };
+        if let Err(e) = g.store.insert_round(job, round.0, attempt, &request, now) {
+            let _ = g
+                .core
+                .close_round(JobId(job), round, RoundOutcome::Abort, now);
+            return Err(e.into());
+        }
+        g.jobs.get_mut(&job).expect("authorized").last = Some((round.0, attempt));
+        tracing::debug!(
+            job,
+            round = round.0,
+            attempt,
+            demand = req.demand,
+            "round submitted"
+        );
+        Ok(Submitted {
+            round: round.0,
+            attempt,
+            deadline: request.deadline.secs(),
+        })
+    }
+
+    /// Status of a round: open or closed (latest attempt).
+    pub fn round_status(&self, job: u64, round: u32) -> Result<RoundStatus, ServiceError> {
+        let now = self.clock.now();
+        let g = self.lock();
+        let state = g.core.job(JobId(job)).ok_or_else(|| g.missing(job))?;
+        if let Some(r) = state.round(RoundId(round)) {
+            return Ok(RoundStatus {
+                round,
+                state: if r.fulfilled_at.is_some() {
+                    RoundState::Fulfilled
+                } else {
+                    RoundState::Open
+                },
+                demand: r.request.demand,
+                assigned: r.assigned,
+                finished: r.finished,
+                failed: r.failed,
+                submitted_at: r.submitted_at.secs(),
+                fulfilled_at: r.fulfilled_at.map(Time::secs),
+                closed_at: None,
+                outcome: None,
+                scheduling_delay_s: r.fulfilled_at.unwrap_or(now).since(r.submitted_at),
+            });
+        }
+        let rec = state
+            .history
+            .rounds
+            .iter()
+            .rev()
+            .find(|r| r.round.0 == round)
+            .ok_or_else(|| ServiceError::not_found(format!("job {job} has no round {round}")))?;
+        Ok(RoundStatus {
+            round,
+            state: RoundState::Closed,
+            demand: rec.demand,
+            assigned: rec.assigned,
+            finished: rec.finished,
+            failed: rec.failed,
+            submitted_at: rec.submitted_at.secs(),
+            fulfilled_at: rec.fulfilled_at.map(Time::secs),
+            closed_at: Some(rec.closed_at.secs()),
+            outcome: Some(rec.outcome),
+            scheduling_delay_s: rec.scheduling_delay(),
+        })
+    }
+
+    /// Closes the job's open round.
+    pub fn close_round(
+        &self,
+        job: u64,
+        token: Option<&str>,
+        round: u32,
+        outcome: RoundOutcome,
+    ) -> Result<RoundStatus, ServiceError> {
+        let now = self.clock.now();
+        {
+            let mut g = self.lock();
+            Self::authorize(&g, job, token)?;
+            g.close(JobId(job), RoundId(round), outcome, now)?;
+        }
+        match outcome {
+            RoundOutcome::Success => self.metrics.rounds_success.fetch_add(1, Relaxed),
+            RoundOutcome::Abort => self.metrics.rounds_abort.fetch_add(1, Relaxed),
+        };
+        self.round_status(job, round)
+    }
+}
+
+impl Inner {
+    pub(super) fn close(
+        &mut self,
+        job: JobId,
+        round: RoundId,
+        outcome: RoundOutcome,
+        now: Time,
+    ) -> Result<(), ServiceError> {
+        let rec = self.core.close_round(job, round, outcome, now)?;
+        let state = self.core.job(job).expect("closed a live job's round");
+        let progress = (state.rounds_done, state.next_round);
+        let attempt = self
+            .jobs
+            .get(&job.0)
+            .and_then(|m| m.last)
+            .map_or(0, |(_, a)| a);
+        self.store
+            .close_round(job.0, round.0, attempt, outcome, now, progress)?;
+        self.tasks
+            .retain(|_, t| !(t.job == job && t.round == round));
+        tracing::info!(
+            job = job.0,
+            round = round.0,
+            ?outcome,
+            sched_delay_s = rec.scheduling_delay(),
+            collect_s = rec.response_collection(),
+            "round closed"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,116 @@
+//! The background ticker's duties: lease expiry and late-round aborts, admission
+//! control's slot closes and evictions, and flushing buffered check-in counts.
+
+use super::*;
+
+impl Manager {
+    /// Releases tasks whose lease ran out and aborts rounds left open well past their
+    /// deadline (their job is presumed gone). Returns (tasks expired, rounds aborted).
+    pub fn sweep(&self) -> Result<(usize, usize), ServiceError> {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        let expired: Vec<(String, TaskMeta)> = g
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.lease_until < now.secs())
+            .map(|(k, t)| (k.clone(), t.clone()))
+            .collect();
+        for (token, t) in &expired {
+            let _ = g.core.task_failed(t.job, t.round, t.device, now);
+            g.store.update_task(token, TaskState::Failed, now)?;
+            g.tasks.remove(token);
+        }
+        let late: Vec<(JobId, RoundId)> = g
+            .core
+            .jobs()
+            .filter_map(|j| {
+                j.current
+                    .as_ref()
+                    .map(|r| (j.id, r.round, r.request.deadline))
+            })
+            .filter(|(_, _, d)| d.secs() + self.settings.round_grace_s < now.secs())
+            .map(|(j, r, _)| (j, r))
+            .collect();
+        for (job, round) in &late {
+            g.close(*job, *round, RoundOutcome::Abort, now)?;
+            tracing::warn!(
+                job = job.0,
+                round = round.0,
+                "round left open past its deadline: aborted"
+            );
+        }
+        drop(g);
+        self.metrics
+            .tasks_expired
+            .fetch_add(expired.len() as u64, Relaxed);
+        self.metrics
+            .rounds_abort
+            .fetch_add(late.len() as u64, Relaxed);
+        Ok((expired.len(), late.len()))
+    }
+
+    /// Admission control's share of the 1 s ticker: refreshes the capacity forecast from
+    /// the supply estimate, closes every slot that ended with the check-ins seen in it,
+    /// and evicts what the controller evicts (removed from the core, `evicted` in the
+    /// store; later calls about the job get 410). Returns the evicted job ids; does
+    /// nothing with admission control off.
+    pub fn tick_admission(&self) -> Result<Vec<u64>, ServiceError> {
+        let now = self.clock.now();
+        let mut guard = self.lock();
+        let g = &mut *guard;
+        let Some(adm) = g.admission.as_mut() else {
+            return Ok(Vec::new());
+        };
+        adm.refresh_forecast(&g.core, now);
+        let evicted = adm.close_slots(now);
+        let mut first_err = None;
+        for s in &evicted {
+            if let Err(e) = g.evict(s.job, now) {
+                first_err.get_or_insert(e);
+            }
+        }
+        drop(guard);
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(evicted.iter().map(|s| s.job.0).collect()),
+        }
+    }
+
+    /// Admission control's state for `/v1/status` and `/metrics` (`None` when off).
+    pub fn admission_report(&self) -> Option<AdmissionReport> {
+        let now = self.clock.now();
+        let g = self.lock();
+        let active = g.jobs.values().filter(|m| m.plan.is_some()).count();
+        g.admission.as_ref().map(|a| a.report(now, active))
+    }
+
+    /// Writes buffered check-in counts to the store and prunes old buckets.
+    pub fn flush_checkins(&self) -> Result<usize, ServiceError> {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        let rows: Vec<(i64, String, u32)> =
+            g.checkin_buf.drain().map(|((b, p), c)| (b, p, c)).collect();
+        g.store.add_checkins(&rows)?;
+        let bucket_len = self.settings.supply.window_s / self.settings.supply.buckets as f64;
+        let min_bucket = ((now.secs() - self.settings.supply.window_s) / bucket_len).floor() as i64;
+        g.store.prune_checkins(min_bucket - 1)?;
+        Ok(rows.len())
+    }
+}
+
+impl Inner {
+    /// Removes a job the admission controller evicted (it already forgot the job).
+    pub(super) fn evict(&mut self, job: JobId, now: Time) -> Result<(), ServiceError> {
+        tracing::warn!(
+            job = job.0,
+            "job evicted by admission control: realised capacity fell short (last admitted, first out)"
+        );
+        // Gone from the core whatever the store says: the controller already forgot it.
+        let stored = self.store.end_job(job.0, JobLifecycle::Evicted, now);
+        let _ = self.core.remove_job(job, now);
+        self.jobs.remove(&job.0);
+        self.tasks.retain(|_, t| t.job != job);
+        stored?;
+        Ok(())
+    }
+}

@@ -66,7 +66,11 @@ fn seeded_init_is_reproducible_while_other_jobs_initialise_and_devices_train() {
         out
     });
     for (i, blob) in blobs.iter().enumerate() {
-        let want = if i.is_multiple_of(2) { &reference } else { &other };
+        let want = if i.is_multiple_of(2) {
+            &reference
+        } else {
+            &other
+        };
         assert!(values(blob) == *want, "job {i} lost its seed's weights");
     }
 }

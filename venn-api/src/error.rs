@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use venn_core::admission::Plan;
+use venn_core::admission::AdmissionPlan;
 
 /// Stable machine-readable error codes.
 pub mod codes {
@@ -71,7 +71,7 @@ pub struct ErrorDetail {
 impl ErrorDetail {
     /// A declined job's quote: the best plan there was (`None` when none, or when this
     /// is not a `declined` error).
-    pub fn quote(&self) -> Option<Plan> {
+    pub fn quote(&self) -> Option<AdmissionPlan> {
         (self.code == codes::DECLINED)
             .then(|| self.detail.get("quote").cloned())
             .flatten()

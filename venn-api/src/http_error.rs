@@ -7,7 +7,7 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
-use venn_core::admission::Plan;
+use venn_core::admission::AdmissionPlan;
 
 /// An error answered to an API client.
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +70,7 @@ impl HttpError {
 
     /// A 409 for a job the admission controller declined: `reason` in words and `quote`,
     /// the best plan there was (`null` when no capacity is forecast).
-    pub fn declined(reason: &str, quote: Option<Plan>) -> Self {
+    pub fn declined(reason: &str, quote: Option<AdmissionPlan>) -> Self {
         let mut e = HttpError::conflict(
             codes::DECLINED,
             format!("declined by admission control, nothing was registered: {reason}"),

@@ -3,7 +3,7 @@
 //! they travel on are in [`crate::paths`].
 
 use serde::{Deserialize, Serialize};
-use venn_core::admission::{Plan, StatementOfWork};
+use venn_core::admission::{AdmissionPlan, StatementOfWork};
 use venn_core::{DeviceProfile, Requirement, RoundOutcome, TaskCost};
 
 /// `POST /v1/jobs`.
@@ -42,7 +42,7 @@ pub struct Registered {
     /// With admission control: the plan the job was admitted with. No device is assigned
     /// to the job before `plan.launch_at` (seconds since the UNIX epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<Plan>,
+    pub plan: Option<AdmissionPlan>,
 }
 
 /// `POST /v1/jobs/{id}/rounds`.
@@ -177,7 +177,7 @@ pub struct JobStatus {
     pub open_round: Option<OpenRoundStatus>,
     /// With admission control: the plan it was admitted with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<Plan>,
+    pub plan: Option<AdmissionPlan>,
     /// With admission control: no device goes to it before `plan.launch_at`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<bool>,

@@ -3,7 +3,7 @@
 //! (`api/error.rs`); nothing here knows about HTTP.
 
 use venn_core::CoreError;
-use venn_core::admission::Plan;
+use venn_core::admission::AdmissionPlan;
 
 /// Why a manager operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +31,7 @@ pub enum ServiceError {
         /// Why, in words.
         reason: String,
         /// The best plan there was (`None` while no capacity is forecast).
-        quote: Option<Plan>,
+        quote: Option<AdmissionPlan>,
     },
     /// Admission control evicted the job.
     #[error("job {job} was evicted by admission control")]

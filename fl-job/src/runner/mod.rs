@@ -253,7 +253,7 @@ async fn rounds_loop(
 
 /// Sleeps until an admitted job's planned launch: the manager assigns it no device
 /// before then, so a round submitted earlier would only burn its deadline.
-async fn wait_for_launch(name: &str, plan: &venn_core::admission::Plan) {
+async fn wait_for_launch(name: &str, plan: &venn_core::admission::AdmissionPlan) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());

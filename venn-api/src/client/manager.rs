@@ -8,7 +8,7 @@ use crate::manager::{
     SubmitRound, Submitted, TaskOwner, TaskReport,
 };
 use crate::paths;
-use venn_core::admission::Plan;
+use venn_core::admission::AdmissionPlan;
 use venn_core::{DeviceProfile, RoundOutcome};
 
 const PEER: &str = "manager";
@@ -132,7 +132,7 @@ pub struct JobSession {
     token: String,
     /// With admission control: the plan the job was admitted with (no device goes to it
     /// before `plan.launch_at`).
-    pub plan: Option<Plan>,
+    pub plan: Option<AdmissionPlan>,
 }
 
 impl JobSession {

@@ -11,7 +11,7 @@ pub use manager::{JobSession, ManagerClient};
 
 use crate::error::{ErrorBody, ErrorDetail, codes};
 use serde::de::DeserializeOwned;
-use venn_core::admission::Plan;
+use venn_core::admission::AdmissionPlan;
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
@@ -69,7 +69,7 @@ impl ClientError {
     }
 
     /// A declined job's quote, the best plan there was.
-    pub fn quote(&self) -> Option<Plan> {
+    pub fn quote(&self) -> Option<AdmissionPlan> {
         match self {
             ClientError::Api { error, .. } => error.quote(),
             _ => None,

@@ -74,7 +74,7 @@ impl AdmissionParams {
 
 /// A launch plan and what it is expected to be worth and cost.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
+pub struct AdmissionPlan {
     /// When the job may start using devices.
     pub launch_at: Time,
     /// Expected value at completion under the statement, net of the eviction risk.
@@ -89,7 +89,7 @@ pub struct Plan {
     pub eviction_risk: f64,
 }
 
-impl Plan {
+impl AdmissionPlan {
     /// Expected value minus expected payment.
     pub fn utility(&self) -> f64 {
         self.expected_value - self.expected_price
@@ -103,13 +103,13 @@ pub enum Admission {
     /// Admitted with this plan.
     Admitted {
         /// The plan.
-        plan: Plan,
+        plan: AdmissionPlan,
     },
     /// Declined: no plan is worth its price. `quote` is the best plan there was, if any
     /// slot had capacity at all.
     Declined {
         /// The best plan and its price.
-        quote: Option<Plan>,
+        quote: Option<AdmissionPlan>,
         /// Why, in words.
         reason: String,
     },
@@ -133,7 +133,7 @@ pub struct AdmittedJob {
     /// The stated value function.
     pub value: ValueFn,
     /// The plan it was admitted with.
-    pub plan: Plan,
+    pub plan: AdmissionPlan,
 }
 
 /// How an admitted job ended, for welfare accounting.
@@ -280,7 +280,7 @@ fn occupied_slots(span_s: f64, slot_s: f64) -> usize {
 
 /// The best plan found, with what admitting it commits.
 struct Best {
-    plan: Plan,
+    plan: AdmissionPlan,
     slot: u64,
     survival: Vec<f64>,
 }
@@ -367,7 +367,11 @@ impl AdmissionController {
     /// The plan that maximises expected value minus expected price for `sow` arriving at
     /// `now`, without committing it. `None` when no launch slot in reach has capacity,
     /// or planned capacity at least the job's own usage per slot.
-    pub fn quote(&self, sow: &StatementOfWork, now: Time) -> Result<Option<Plan>, CoreError> {
+    pub fn quote(
+        &self,
+        sow: &StatementOfWork,
+        now: Time,
+    ) -> Result<Option<AdmissionPlan>, CoreError> {
         self.check(sow)?;
         Ok(self.best(sow, &self.shape(sow), now).map(|b| b.plan))
     }
@@ -458,7 +462,7 @@ impl AdmissionController {
             if !expected_price.is_finite() {
                 continue;
             }
-            let plan = Plan {
+            let plan = AdmissionPlan {
                 launch_at: start,
                 expected_value,
                 expected_price,

@@ -10,7 +10,7 @@
 //! capacity C' = C(1 − ε/10)), evaluates every launch slot within the job's wait, and
 //! admits the job with the plan that maximises expected value minus expected price — or
 //! declines it with that best plan as a quote when its utility is not positive. Both are
-//! net of the plan's eviction risk ([`Plan::eviction_risk`]), which the controller reads
+//! net of the plan's eviction risk ([`AdmissionPlan::eviction_risk`]), which the controller reads
 //! from what earlier plans may still use in the job's slots and from how far realised
 //! capacity has strayed from the forecast: an evicted job earns nothing and pays nothing.
 //!
@@ -34,7 +34,8 @@ mod risk;
 mod statement;
 
 pub use controller::{
-    Admission, AdmissionController, AdmissionParams, AdmissionStats, AdmittedJob, Plan, Settlement,
+    Admission, AdmissionController, AdmissionParams, AdmissionPlan, AdmissionStats, AdmittedJob,
+    Settlement,
 };
 pub use prices::{CapacityForecast, PriceBook};
 pub use statement::{MAX_POINTS, RoundsDist, StatementOfWork, ValueFn};

@@ -190,7 +190,7 @@ impl Manager {
     }
 
     /// The plan a live job was admitted with.
-    pub fn admission_plan(&self, job: u64) -> Option<Plan> {
+    pub fn admission_plan(&self, job: u64) -> Option<AdmissionPlan> {
         self.lock().jobs.get(&job).and_then(|m| m.plan)
     }
 

@@ -31,7 +31,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 use venn_api::manager::*;
-use venn_core::admission::{Admission, AdmissionParams, Plan};
+use venn_core::admission::{Admission, AdmissionParams, AdmissionPlan};
 use venn_core::job::{TaskRecord, TaskSample, TaskState};
 use venn_core::restore::{JobProgress, RestoredRound};
 use venn_core::*;
@@ -45,7 +45,7 @@ struct JobMeta {
     /// Round number and attempt of the latest submitted round.
     last: Option<(u32, u32)>,
     /// The plan admission control admitted the job with, if it did.
-    plan: Option<Plan>,
+    plan: Option<AdmissionPlan>,
 }
 
 /// An outstanding task (assigned or acknowledged).

@@ -135,7 +135,9 @@ impl From<CoreError> for AppError {
             CoreError::TooManyGroups(_) => {
                 AppError::new(StatusCode::SERVICE_UNAVAILABLE, "too_many_groups", msg)
             }
-            CoreError::UnknownPolicy(..) => AppError::field("policy", msg),
+            CoreError::UnknownPolicy(..)
+            | CoreError::PolicyArgs { .. }
+            | CoreError::DuplicatePolicy(_) => AppError::field("policy", msg),
         }
     }
 }

@@ -9,6 +9,7 @@ use fl_job::task::Registry;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use venn_core::{PolicyConfig, PolicyRegistry};
 use venn_manager::dto::{RegisterJob, SubmitRound};
 use venn_manager::{Clock, Manager, Settings};
 
@@ -84,13 +85,19 @@ async fn main() -> anyhow::Result<()> {
             policy,
             out,
         } => {
-            let cfg = LabConfig::load(&config)?;
-            let policy = policy.unwrap_or_else(|| cfg.policy.clone());
-            let out = out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name).join(&policy));
+            let mut cfg = LabConfig::load(&config)?;
+            if let Some(p) = policy {
+                cfg.policy = cfg.policy.with_name(&p);
+            }
+            let out = out.unwrap_or_else(|| {
+                PathBuf::from("results")
+                    .join(&cfg.name)
+                    .join(cfg.policy.name())
+            });
             let data = load_data(&cfg)?;
             let r = lab::run_experiment(
                 &cfg,
-                &policy,
+                &PolicyRegistry::builtin(),
                 &out,
                 data,
                 Registry::with_builtins(),
@@ -112,9 +119,13 @@ async fn main() -> anyhow::Result<()> {
             let mut results = Vec::new();
             for p in &policies {
                 eprintln!("== {p}");
+                let cfg = LabConfig {
+                    policy: cfg.policy.with_name(p),
+                    ..cfg.clone()
+                };
                 let r = lab::run_experiment(
                     &cfg,
-                    p,
+                    &PolicyRegistry::builtin(),
                     &out.join(p),
                     data.clone(),
                     Registry::with_builtins(),
@@ -168,7 +179,7 @@ async fn spawn_manager(policy: &str) -> anyhow::Result<String> {
     std::fs::create_dir_all(&dir)?;
     let db = dir.join("manager.db");
     let settings = Settings {
-        policy: policy.to_string(),
+        policy: PolicyConfig::named(policy),
         ..Settings::default()
     };
     let manager =

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
+use venn_core::PolicyRegistry;
 use venn_manager::{Clock, Manager, Settings};
 
 /// Why an experiment could not run.
@@ -27,12 +28,13 @@ fn setup(e: impl std::fmt::Display) -> LabError {
     LabError::Setup(e.to_string())
 }
 
-/// Runs `cfg` under `policy`, writing into `out` (created). `data` is the loaded FEMNIST
-/// main set; `registry` holds the tasks the jobs name (built-ins plus any custom ones).
-/// Stops early on `cancel`.
+/// Runs `cfg` under its policy (`cfg.policy`, built by `policies`: the built-in ones plus
+/// any custom ones), writing into `out` (created). `data` is the loaded FEMNIST main set;
+/// `registry` holds the tasks the jobs name (built-ins plus any custom ones). Stops early
+/// on `cancel`.
 pub async fn run_experiment(
     cfg: &LabConfig,
-    policy: &str,
+    policies: &PolicyRegistry,
     out: &Path,
     data: Arc<Femnist>,
     registry: Registry,
@@ -45,13 +47,15 @@ pub async fn run_experiment(
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
     let settings = Settings {
-        policy: policy.to_string(),
+        policy: cfg.policy.clone(),
         seed: cfg.seed,
         retry_after_s: 1.0,
         admission: cfg.admission,
         ..Settings::default()
     };
-    let manager = Arc::new(Manager::open(settings, &db, Clock::System).map_err(setup)?);
+    let manager = Arc::new(
+        Manager::open_with_registry(settings, policies, &db, Clock::System).map_err(setup)?,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(setup)?;
@@ -173,7 +177,7 @@ pub async fn run_experiment(
     let _ = server.await;
     let result = LabResult::new(
         cfg,
-        policy,
+        cfg.policy.name(),
         outcomes,
         agent_stats,
         t0.elapsed().as_secs_f64(),

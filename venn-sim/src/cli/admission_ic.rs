@@ -127,8 +127,7 @@ fn engine_cases(args: &Args) -> anyhow::Result<(Vec<IcCase>, serde_json::Value)>
     for seed in 0..args.seeds {
         let mut base = args
             .sim
-            .config(&args.input, seed)?
-            .with_policy(&args.policy);
+            .with_policy(&args.sim.config(&args.input, seed)?, &args.policy);
         let mut adm = base.admission.take().unwrap_or_default();
         adm.mode = AdmissionMode::PostedPrice;
         adm.misreport = None;

@@ -46,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(|p| Task {
             label: format!("{} {p}", args.workload),
             input: &input,
-            config: base.with_policy(p),
+            config: args.sim.with_policy(&base, p),
         })
         .collect();
     let results = run_all(tasks, args.sim.threads())?;

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::bail;
+use venn_core::PolicyArgs;
 use venn_sim::engine::setup::load_workload;
 use venn_sim::engine::{SimInput, SimResult};
 use venn_sim::experiments::fair_share_met;
@@ -128,17 +129,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 tasks.push(Task {
                     label: format!("{} {} s{seed}", fmt_v(v), args.baseline),
                     input,
-                    config: base.with_policy(&args.baseline),
+                    config: args.sim.with_policy(&base, &args.baseline),
                 });
                 index.push((vi, seed, None));
             }
             for (pi, p) in swept.iter().enumerate() {
-                let mut c = base.with_policy(p);
-                match args.what {
-                    What::Tiers => c.tiers = v.round().max(1.0) as u32,
-                    What::Epsilon => c.epsilon = v,
-                    What::Jobs => {}
-                }
+                let mut c = args.sim.with_policy(&base, p);
+                let swept = match args.what {
+                    What::Tiers => PolicyArgs {
+                        tiers: Some(v.round().max(1.0) as u32),
+                        ..PolicyArgs::default()
+                    },
+                    What::Epsilon => PolicyArgs {
+                        epsilon: Some(v),
+                        ..PolicyArgs::default()
+                    },
+                    What::Jobs => PolicyArgs::default(),
+                };
+                swept.apply(&mut c.policy);
                 tasks.push(Task {
                     label: format!("{} {p} s{seed}", fmt_v(v)),
                     input,

@@ -99,7 +99,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 tasks.push(Task {
                     label: format!("{w} {p} s{seed}"),
                     input,
-                    config: args.sim.config(&args.input, seed)?.with_policy(p),
+                    config: args
+                        .sim
+                        .with_policy(&args.sim.config(&args.input, seed)?, p),
                 });
                 keys.push((w.clone(), p.clone(), seed));
             }

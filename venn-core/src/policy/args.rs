@@ -2,7 +2,20 @@
 //! once and flattened into every command line that runs a policy (`venn-sim`,
 //! `venn-manager`). Only with the `clap` feature.
 
-use super::config::PolicyConfig;
+use super::config::{PolicyConfig, PolicyKind};
+
+impl PolicyKind {
+    /// A clap value parser for a policy-name argument kept as a `String`: it accepts the
+    /// built-in names and lists them, with their descriptions, in `--help`.
+    pub fn names_parser() -> clap::builder::PossibleValuesParser {
+        use clap::ValueEnum;
+        clap::builder::PossibleValuesParser::new(
+            PolicyKind::value_variants()
+                .iter()
+                .filter_map(ValueEnum::to_possible_value),
+        )
+    }
+}
 
 /// Policy parameters from the command line. Each flag sets that knob on whichever policy
 /// has it (`--epsilon` on `venn` and `irs`, `--tiers` on `venn`, ...) and is ignored by the
@@ -100,6 +113,18 @@ mod tests {
         assert!(r.delay_per_round);
         assert_eq!(r.delay_scale, 1.0);
         assert_eq!(a.resolve(&PolicyConfig::Fifo, "fifo"), PolicyConfig::Fifo);
+        #[derive(Parser)]
+        struct Named {
+            #[arg(long, value_parser = PolicyKind::names_parser())]
+            policy: String,
+        }
+        let n = Named::try_parse_from(["x", "--policy", "random-order"]).unwrap();
+        assert_eq!(n.policy, "random-order");
+        let e = Named::try_parse_from(["x", "--policy", "nope"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("chunked"), "{e}");
         let off = Cli::try_parse_from(["x", "--chunk-backfill=false"])
             .unwrap()
             .policy;

@@ -5,7 +5,7 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
 use venn_core::admission::AdmissionParams;
-use venn_core::{PolicyArgs, PolicyConfig, SupplyConfig};
+use venn_core::{PolicyArgs, PolicyConfig, PolicyKind, SupplyConfig};
 use venn_manager::{Clock, Manager, Settings, server};
 
 /// Serve the Venn resource manager: FL jobs register and submit round requests; devices
@@ -23,10 +23,8 @@ struct Args {
     /// SQLite database file (created if missing).
     #[arg(long, default_value = "venn-manager.db")]
     db: PathBuf,
-    /// Scheduling policy: random, random-order, fifo, fifo-request, srsf, venn, irs,
-    /// random-delay (congestion-scaled random start delays) or chunked (jobs run in
-    /// chunks that fit the eligible supply).
-    #[arg(long, default_value = "venn")]
+    /// Scheduling policy.
+    #[arg(long, default_value = "venn", value_parser = PolicyKind::names_parser())]
     policy: String,
     /// The policy's parameters (each flag applies to the policies that have the knob).
     #[command(flatten)]

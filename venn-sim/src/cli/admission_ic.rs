@@ -14,6 +14,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use venn_core::PolicyKind;
 
 use anyhow::Context;
 use venn_sim::engine::SimResult;
@@ -46,7 +47,7 @@ pub struct Args {
     #[arg(long, default_value = "even")]
     pub workload: String,
     /// Scheduling policy the admitted jobs run under.
-    #[arg(long, default_value = "venn")]
+    #[arg(long, default_value = "venn", value_parser = PolicyKind::names_parser())]
     pub policy: String,
     /// `engine`: number of seeds (0, 1, …); each redraws values, lengths and dispatch noise.
     #[arg(long, default_value_t = 6)]

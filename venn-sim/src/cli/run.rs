@@ -2,6 +2,7 @@
 //! JSON summary and timing, and prints a table.
 
 use std::path::PathBuf;
+use venn_core::PolicyKind;
 
 use super::common::{InputArgs, Inputs, SimArgs, Task, admission_line, run_all, secs};
 
@@ -12,12 +13,8 @@ pub struct Args {
     /// (general, comp_heavy, mem_heavy, res_intensive) or a job CSV path.
     #[arg(long, default_value = "even")]
     pub workload: String,
-    /// Policy: random, random-order, fifo (job-arrival order, as the authors),
-    /// fifo-request (venn-core's request-time FIFO), srsf, venn, irs,
-    /// random-delay (congestion-scaled random start delays) or chunked (jobs
-    /// run in chunks that fit the eligible supply). Default: the config's
-    /// policy (venn without --config).
-    #[arg(long)]
+    /// Policy (default: the config's policy, venn without --config).
+    #[arg(long, value_parser = PolicyKind::names_parser())]
     pub policy: Option<String>,
     /// Seed of the core's RNG and the dispatch noise.
     #[arg(long, default_value_t = 0)]

@@ -4,6 +4,7 @@
 //! speed-up and the fraction of jobs that meet their fair-share JCT against ε.
 
 use std::path::PathBuf;
+use venn_core::PolicyKind;
 
 use anyhow::bail;
 use venn_core::PolicyArgs;
@@ -44,10 +45,10 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub seeds: u64,
     /// Policies for `--what jobs` (others sweep venn).
-    #[arg(long, value_delimiter = ',', default_value = "fifo,srsf,venn")]
+    #[arg(long, value_delimiter = ',', default_value = "fifo,srsf,venn", value_parser = PolicyKind::names_parser())]
     pub policies: Vec<String>,
     /// Speed-ups are over this policy.
-    #[arg(long, default_value = "random")]
+    #[arg(long, default_value = "random", value_parser = PolicyKind::names_parser())]
     pub baseline: String,
     /// Output directory for the CSV and PNG.
     #[arg(long, default_value = "sweep-out")]

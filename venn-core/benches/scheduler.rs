@@ -35,7 +35,7 @@ fn profile(i: usize) -> DeviceProfile {
 
 fn loaded(policy: &str) -> ResourceManager {
     let mut rm =
-        ResourceManager::with_policy(ManagerConfig::default(), policy, PolicyParams::default())
+        ResourceManager::with_policy(ManagerConfig::default(), &PolicyConfig::named(policy))
             .unwrap();
     for i in 0..20_000 {
         rm.check_in(

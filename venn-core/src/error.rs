@@ -61,9 +61,20 @@ pub enum CoreError {
     /// Every group slot is taken.
     #[error("too many distinct job requirements at once (limit {0})")]
     TooManyGroups(usize),
-    /// No policy has this name.
+    /// No policy has this name (the second field lists the known names).
     #[error("unknown policy {0:?} (known: {1})")]
     UnknownPolicy(String, String),
+    /// A policy's arguments do not fit its parameter type.
+    #[error("invalid arguments for policy {policy:?}: {reason}")]
+    PolicyArgs {
+        /// The policy.
+        policy: String,
+        /// What is wrong (e.g. the unknown key).
+        reason: String,
+    },
+    /// A policy of this name is registered already.
+    #[error("a policy named {0:?} is registered already")]
+    DuplicatePolicy(String),
 }
 
 impl CoreError {

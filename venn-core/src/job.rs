@@ -123,8 +123,6 @@ pub struct OpenRound {
     pub failed: u32,
     /// Queue-sort key from the policy (smaller first).
     pub key: f64,
-    /// Random priority drawn at submission (the `random-order` baseline).
-    pub random_priority: f64,
     /// Capacity band chosen by tier matching, if any.
     pub tier: Option<TierBand>,
     /// No device is assigned before this time (a policy's start delay; else the submit time).

@@ -17,10 +17,13 @@
 //! - [`job`]: job specs, open rounds, history (rounds, task response times).
 //! - [`manager`]: the state machine: inputs (register, request, check-in, task events,
 //!   close) → [`Decision`]s.
-//! - [`policy`]: the [`Policy`] trait and the policies: `venn` (IRS + tier matching +
-//!   fairness ε), `irs` (venn without tiers), `random`, `random-order`, `fifo`, `srsf`,
-//!   `random-delay` (congestion-scaled random start delays) and `chunked` (jobs run in
-//!   chunks that fit the eligible supply).
+//! - [`policy`]: the [`Policy`] trait and the policies ([`PolicyKind`]): `venn` (IRS +
+//!   tier matching + fairness ε), `irs` (venn without tiers), `random`, `random-order`,
+//!   `fifo`, `fifo-request`, `srsf`, `random-delay` (congestion-scaled random start delays)
+//!   and `chunked` (jobs run in chunks that fit the eligible supply); [`PolicyConfig`]
+//!   (a policy's name and typed parameters, as drivers embed it) and [`PolicyRegistry`]
+//!   (built-in and custom policies by name). With the `clap` feature, `PolicyArgs` is
+//!   the command-line flags of the policies' parameters.
 //! - [`restore`]: re-feeding persisted jobs, rounds and check-ins after a restart.
 //! - [`admission`]: posted-price admission of jobs with statements of work, LIFO eviction.
 //! - [`optimal`]: an exact solver for small IRS instances (the yardstick) and a driver
@@ -38,7 +41,7 @@
 //!
 //! ```
 //! use venn_core::*;
-//! let mut rm = ResourceManager::with_policy(ManagerConfig::default(), "venn", PolicyParams::default()).unwrap();
+//! let mut rm = ResourceManager::with_policy(ManagerConfig::default(), &PolicyConfig::named("venn")).unwrap();
 //! let job = rm.register_job(JobSpec::new("keyboard", Requirement::any()), Time(0.0)).unwrap();
 //! let round = rm.submit_request(job, RoundRequest { demand: 1, deadline: Time(600.0), min_response_fraction: 1.0 }, Time(0.0)).unwrap();
 //! let d = rm.check_in(DeviceId(7), &DeviceProfile::new(4.0, 512.0, 10.0), Time(1.0));
@@ -68,7 +71,9 @@ pub use groupset::{GroupIdx, GroupSet, MAX_GROUPS};
 pub use ids::{DeviceId, JobId, RoundId};
 pub use job::{JobSpec, JobState, RoundOutcome, RoundRecord, RoundRequest, TierBand};
 pub use manager::{Counters, Decision, ManagerConfig, ResourceManager};
-pub use policy::{POLICY_NAMES, Policy, PolicyParams, TierParams};
+#[cfg(feature = "clap")]
+pub use policy::PolicyArgs;
+pub use policy::{Policy, PolicyConfig, PolicyKind, PolicyRegistry, TierParams};
 pub use profile::{DeviceProfile, Requirement, TaskCost};
 pub use rng::SeededRng;
 pub use supply::{SupplyConfig, SupplyEstimator};

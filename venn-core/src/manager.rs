@@ -17,7 +17,7 @@ use crate::job::{
     JobSpec, JobState, OpenRound, RoundOutcome, RoundRecord, RoundRequest, TaskRecord, TaskSample,
     TaskState,
 };
-use crate::policy::{self, DeviceCtx, Policy, PolicyParams, SchedView};
+use crate::policy::{DeviceCtx, Policy, PolicyConfig, PolicyRegistry, SchedView};
 use crate::profile::DeviceProfile;
 use crate::rng::SeededRng;
 use crate::supply::{SupplyConfig, SupplyEstimator};
@@ -91,13 +91,19 @@ impl ResourceManager {
         }
     }
 
-    /// A manager running the policy called `name` (see [`policy::POLICY_NAMES`]).
-    pub fn with_policy(
+    /// A manager running the configured built-in policy.
+    pub fn with_policy(cfg: ManagerConfig, policy: &PolicyConfig) -> Result<Self, CoreError> {
+        Self::with_registry(cfg, policy, &PolicyRegistry::builtin())
+    }
+
+    /// A manager running the configured policy, built by `registry` (which may hold custom
+    /// policies); an unknown name is an error listing the registry's names.
+    pub fn with_registry(
         cfg: ManagerConfig,
-        name: &str,
-        params: PolicyParams,
+        policy: &PolicyConfig,
+        registry: &PolicyRegistry,
     ) -> Result<Self, CoreError> {
-        Ok(Self::new(cfg, policy::by_name(name, params)?))
+        Ok(Self::new(cfg, registry.build(policy)?))
     }
 
     // ---- inputs -------------------------------------------------------------------
@@ -168,6 +174,7 @@ impl ResourceManager {
         if self.groups.leave(state.group, job) {
             self.supply.set_group(state.group, None);
         }
+        self.policy.on_job_removed(&state);
         self.dirty = true;
         Ok(state)
     }
@@ -229,6 +236,8 @@ impl ResourceManager {
         }
         let round = RoundId(j.next_round);
         j.last_demand = req.demand;
+        // One draw per request whatever the policy, so the stream stays the same for all.
+        let ticket = self.rng.f64();
         j.current = Some(OpenRound {
             round,
             request: req,
@@ -239,7 +248,6 @@ impl ResourceManager {
             finished: 0,
             failed: 0,
             key: 0.0,
-            random_priority: self.rng.f64(),
             tier: None,
             not_before: now,
         });
@@ -251,7 +259,7 @@ impl ResourceManager {
             now,
         };
         let state = &self.jobs[&job];
-        let plan = self.policy.on_request(state, &view, &mut self.rng);
+        let plan = self.policy.on_request(state, &view, ticket, &mut self.rng);
         let open = self
             .jobs
             .get_mut(&job)
@@ -485,6 +493,19 @@ impl ResourceManager {
 
     pub(crate) fn rng_f64(&mut self) -> f64 {
         self.rng.f64()
+    }
+
+    /// Tells the policy that `job`'s open round was restored (see [`Policy::on_restore`]).
+    pub(crate) fn notify_restored(&mut self, job: JobId, ticket: f64, now: Time) {
+        let view = SchedView {
+            jobs: &self.jobs,
+            groups: &self.groups,
+            supply: &self.supply,
+            now,
+        };
+        if let Some(state) = self.jobs.get(&job) {
+            self.policy.on_restore(state, &view, ticket);
+        }
     }
 
     pub(crate) fn mark_dirty(&mut self) {

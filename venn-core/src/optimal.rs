@@ -14,7 +14,7 @@ use crate::hash::FastMap;
 use crate::ids::DeviceId;
 use crate::job::{JobSpec, RoundOutcome, RoundRequest};
 use crate::manager::{Decision, ManagerConfig, ResourceManager};
-use crate::policy::PolicyParams;
+use crate::policy::PolicyConfig;
 use crate::profile::{DeviceProfile, Requirement};
 use crate::supply::SupplyConfig;
 use crate::time::Time;
@@ -203,14 +203,13 @@ pub fn solve(inst: &Instance) -> Result<Schedule, OptimalError> {
     Ok(Schedule { completion })
 }
 
-/// Replays the instance through the policy `name`: jobs register and submit one request
+/// Replays the instance through the configured built-in policy: jobs register and submit one request
 /// at arrival, devices check in at their times. With `warmup`, the device sequence is
 /// first replayed once before time 0 with no jobs, so the supply estimator knows the
 /// instance's check-in mix (the paper assumes known supply rates).
 pub fn run_policy(
     inst: &Instance,
-    name: &str,
-    params: PolicyParams,
+    policy: &PolicyConfig,
     seed: u64,
     warmup: bool,
 ) -> Result<Schedule, crate::CoreError> {
@@ -225,7 +224,7 @@ pub fn run_policy(
         },
         seed,
     };
-    let mut rm = ResourceManager::with_policy(cfg, name, params)?;
+    let mut rm = ResourceManager::with_policy(cfg, policy)?;
     if warmup {
         for (i, d) in inst.devices.iter().enumerate() {
             rm.check_in(DeviceId(i as u64), &d.profile, Time(d.time - span));

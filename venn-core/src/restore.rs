@@ -2,7 +2,8 @@
 //!
 //! The live manager persists jobs, rounds, tasks and check-in counts; on start it feeds
 //! them back through these inputs. They bypass the policy's per-request decisions (a
-//! restored round keeps no tier band) but keep every invariant of the normal inputs.
+//! restored round keeps no tier band) but keep every invariant of the normal inputs; the
+//! policy hears of every restored round through [`crate::Policy::on_restore`].
 
 use crate::error::CoreError;
 use crate::ids::{DeviceId, JobId, RoundId};
@@ -74,7 +75,8 @@ impl ResourceManager {
                 "more tasks than the round's demand",
             ));
         }
-        let random_priority = self.rng_f64();
+        // The request's ticket, drawn as `submit_request` draws it (see `Policy::on_request`).
+        let ticket = self.rng_f64();
         let j = self.job_mut(job).ok_or(CoreError::UnknownJob(job))?;
         if let Some(open) = &j.current {
             return Err(CoreError::RoundAlreadyOpen {
@@ -108,7 +110,6 @@ impl ResourceManager {
             finished,
             failed,
             key: 0.0,
-            random_priority,
             tier: None,
             not_before: r.submitted_at,
         });
@@ -117,6 +118,7 @@ impl ResourceManager {
         if open {
             self.enqueue_restored(group, job);
         }
+        self.notify_restored(job, ticket, now);
         self.mark_dirty();
         Ok(())
     }
@@ -133,20 +135,20 @@ mod tests {
     use super::*;
     use crate::job::{RoundOutcome, TaskState};
     use crate::manager::{Decision, ManagerConfig};
-    use crate::policy::PolicyParams;
+    use crate::policy::PolicyConfig;
     use crate::profile::Requirement;
 
     #[test]
     fn a_restored_manager_continues_the_open_round() {
         // Every policy, including those that keep per-job state of their own.
-        for policy in ["venn", "chunked", "random-delay"] {
+        for policy in ["venn", "chunked", "random-delay", "random-order"] {
             continues_the_open_round(policy);
         }
     }
 
     fn continues_the_open_round(policy: &str) {
         let mut a =
-            ResourceManager::with_policy(ManagerConfig::default(), policy, PolicyParams::default())
+            ResourceManager::with_policy(ManagerConfig::default(), &PolicyConfig::named(policy))
                 .unwrap();
         let dev = DeviceProfile::new(1.0, 1.0, 1.0);
         let spec = JobSpec::new("a", Requirement::any()).with_rounds(3);
@@ -172,7 +174,7 @@ mod tests {
 
         // What a store would have kept, fed into a fresh manager.
         let mut b =
-            ResourceManager::with_policy(ManagerConfig::default(), policy, PolicyParams::default())
+            ResourceManager::with_policy(ManagerConfig::default(), &PolicyConfig::named(policy))
                 .unwrap();
         b.observe_supply(&dev, Time(1.0), 3);
         b.observe_supply(&dev, Time(7.0), 1);

@@ -1,9 +1,10 @@
 //! The `random-delay` and `chunked` policies: delays scale with congestion and keep
 //! devices away until they expire; chunks fit the eligible supply and run in turn.
 
+use venn_core::policy::{ChunkedParams, RandomDelayParams};
 use venn_core::*;
 
-fn manager(policy: &str, params: PolicyParams, seed: u64) -> ResourceManager {
+fn manager(policy: PolicyConfig, seed: u64) -> ResourceManager {
     ResourceManager::with_policy(
         ManagerConfig {
             supply: SupplyConfig {
@@ -13,8 +14,7 @@ fn manager(policy: &str, params: PolicyParams, seed: u64) -> ResourceManager {
             },
             seed,
         },
-        policy,
-        params,
+        &policy,
     )
     .unwrap()
 }
@@ -57,7 +57,7 @@ fn random_delays_are_uniform_over_the_congestion_window() {
     // (4·50 + 50) / 1 = 250 s, so its delay is uniform in [0, 250].
     let mut delays = Vec::new();
     for seed in 0..400 {
-        let mut rm = manager("random-delay", PolicyParams::default(), seed);
+        let mut rm = manager(PolicyConfig::named("random-delay"), seed);
         // The warm-up must see the group, or its check-ins count for no job.
         let jobs = register_any(&mut rm, 5);
         warm_up(&mut rm);
@@ -88,7 +88,7 @@ fn random_delays_are_uniform_over_the_congestion_window() {
 
 #[test]
 fn a_delayed_request_gets_no_device_before_its_start() {
-    let mut rm = manager("random-delay", PolicyParams::default(), 3);
+    let mut rm = manager(PolicyConfig::named("random-delay"), 3);
     let a = rm
         .register_job(JobSpec::new("a", Requirement::any()), Time(0.0))
         .unwrap();
@@ -108,7 +108,7 @@ fn a_delayed_request_gets_no_device_before_its_start() {
 
 #[test]
 fn per_job_delays_shift_only_the_first_round() {
-    let mut rm = manager("random-delay", PolicyParams::default(), 5);
+    let mut rm = manager(PolicyConfig::named("random-delay"), 5);
     let a = rm
         .register_job(JobSpec::new("a", Requirement::any()), Time(0.0))
         .unwrap();
@@ -128,11 +128,10 @@ fn per_job_delays_shift_only_the_first_round() {
     );
 
     let mut per_round = manager(
-        "random-delay",
-        PolicyParams {
+        PolicyConfig::RandomDelay(RandomDelayParams {
             delay_per_round: true,
-            ..PolicyParams::default()
-        },
+            ..RandomDelayParams::default()
+        }),
         5,
     );
     let b = per_round
@@ -168,11 +167,10 @@ fn per_job_delays_shift_only_the_first_round() {
 fn a_job_that_does_not_fit_waits_for_the_running_chunk() {
     // Rate 1/s and 100 s deadlines: a chunk holds 100 devices of per-round demand.
     for backfill in [false, true] {
-        let params = PolicyParams {
+        let params = ChunkedParams {
             chunk_backfill: backfill,
-            ..PolicyParams::default()
         };
-        let mut rm = manager("chunked", params, 1);
+        let mut rm = manager(PolicyConfig::Chunked(params), 1);
         let ids = register_any(&mut rm, 3);
         warm_up(&mut rm);
         let now = 100.0;

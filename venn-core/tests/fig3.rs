@@ -8,7 +8,7 @@
 mod common;
 
 use common::{mem_device, needs_mem};
-use venn_core::PolicyParams;
+use venn_core::PolicyConfig;
 use venn_core::optimal::{Instance, InstanceJob, run_policy, solve};
 
 fn fig3() -> Instance {
@@ -34,7 +34,7 @@ fn fig3() -> Instance {
 fn venn_beats_srsf_and_fifo_on_the_keyboard_emoji_story() {
     let inst = fig3();
     let avg = |p: &str| {
-        run_policy(&inst, p, PolicyParams::default(), 5, true)
+        run_policy(&inst, &PolicyConfig::named(p), 5, true)
             .unwrap()
             .avg_jct(&inst)
             .unwrap()

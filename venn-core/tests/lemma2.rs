@@ -11,7 +11,7 @@
 mod common;
 
 use common::{needs_mem, nested_stream};
-use venn_core::PolicyParams;
+use venn_core::PolicyConfig;
 use venn_core::optimal::{Instance, InstanceJob, run_policy, solve};
 
 #[test]
@@ -42,7 +42,7 @@ fn irs_matches_the_optimum_on_nested_groups() {
                     devices: nested_stream(200, x),
                 };
                 let opt = solve(&inst).unwrap().avg_jct(&inst).unwrap();
-                let irs = run_policy(&inst, "irs", PolicyParams::default(), 1, true)
+                let irs = run_policy(&inst, &PolicyConfig::named("irs"), 1, true)
                     .unwrap()
                     .avg_jct(&inst)
                     .expect("IRS completes every job");

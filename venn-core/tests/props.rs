@@ -99,8 +99,11 @@ proptest! {
         let name = policy.trim_end_matches("+backfill");
         let mut rm = ResourceManager::with_policy(
             ManagerConfig { supply: SupplyConfig { window_s: 600.0, buckets: 6, ..SupplyConfig::default() }, seed: 9 },
-            name,
-            PolicyParams { chunk_backfill: backfill, ..PolicyParams::default() },
+            &if backfill {
+                PolicyConfig::Chunked(policy::ChunkedParams { chunk_backfill: true })
+            } else {
+                PolicyConfig::named(name)
+            },
         ).unwrap();
         // Strict chunking idles devices on purpose: later chunks wait for the running one.
         let conserving = name != "chunked" || backfill;
@@ -173,7 +176,7 @@ proptest! {
 #[test]
 fn unknown_ids_are_errors_not_panics() {
     let mut rm =
-        ResourceManager::with_policy(ManagerConfig::default(), "venn", PolicyParams::default())
+        ResourceManager::with_policy(ManagerConfig::default(), &PolicyConfig::named("venn"))
             .unwrap();
     let t = Time(1.0);
     assert_eq!(
@@ -224,7 +227,7 @@ fn unknown_ids_are_errors_not_panics() {
         })
     ));
     assert!(matches!(
-        ResourceManager::with_policy(ManagerConfig::default(), "nope", PolicyParams::default()),
+        ResourceManager::with_policy(ManagerConfig::default(), &PolicyConfig::named("nope")),
         Err(CoreError::UnknownPolicy(..))
     ));
     // A device finishing twice is refused the second time.

@@ -7,7 +7,7 @@
 mod common;
 
 use venn_core::optimal::{OptimalError, run_policy, solve};
-use venn_core::{PolicyParams, SeededRng};
+use venn_core::{PolicyConfig, SeededRng};
 
 #[test]
 fn irs_is_bounded_by_and_close_to_the_optimum() {
@@ -21,7 +21,7 @@ fn irs_is_bounded_by_and_close_to_the_optimum() {
             Err(OptimalError::Infeasible) => continue,
             Err(e) => panic!("{e}"),
         };
-        let Some(irs) = run_policy(&inst, "irs", PolicyParams::default(), 3, true)
+        let Some(irs) = run_policy(&inst, &PolicyConfig::named("irs"), 3, true)
             .unwrap()
             .avg_jct(&inst)
         else {

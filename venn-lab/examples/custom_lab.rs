@@ -28,10 +28,12 @@ async fn main() -> anyhow::Result<()> {
     custom_task::register(&mut registry);
     let dir = datasets::locate(cfg.data.as_deref()).context("finding FEMNIST")?;
     let data = Arc::new(datasets::Femnist::load(&dir, datasets::WriterSet::Main)?);
-    let out = PathBuf::from("results").join(&cfg.name).join(&cfg.policy);
+    let out = PathBuf::from("results")
+        .join(&cfg.name)
+        .join(cfg.policy.name());
     let r = run_experiment(
         &cfg,
-        &cfg.policy,
+        &venn_core::PolicyRegistry::builtin(),
         &out,
         data,
         registry,

@@ -6,6 +6,7 @@ use fl_job::runner::JobConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
+use venn_core::{PolicyConfig, PolicyRegistry};
 
 /// Why a config cannot be used.
 #[derive(Debug, Error)]
@@ -38,9 +39,6 @@ pub enum ConfigError {
     },
 }
 
-fn default_policy() -> String {
-    "venn".into()
-}
 fn default_compress() -> f64 {
     60.0
 }
@@ -99,9 +97,11 @@ fn always() -> AvailabilitySource {
 pub struct LabConfig {
     /// Experiment name (results folder).
     pub name: String,
-    /// Scheduling policy (overridden by `venn-lab compare`).
-    #[serde(default = "default_policy")]
-    pub policy: String,
+    /// Scheduling policy: `policy = "venn"` or a `[policy]` table with `name` and the
+    /// policy's parameters (the name is overridden by `venn-lab compare`; the parameters
+    /// are kept for the policy they belong to).
+    #[serde(default)]
+    pub policy: PolicyConfig,
     /// Seed for the manager, the devices and the jobs.
     #[serde(default)]
     pub seed: u64,
@@ -136,17 +136,32 @@ pub struct LabJob {
 }
 
 impl LabConfig {
-    /// Reads and checks `path`.
+    /// Reads and checks `path` (its policy must be a built-in one).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::load_with(path, &PolicyRegistry::builtin())
+    }
+
+    /// Reads and checks `path`, whose policy `policies` must know.
+    pub fn load_with(path: &Path, policies: &PolicyRegistry) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
             file: path.into(),
             source,
         })?;
-        Self::parse(&text, path)
+        Self::parse_with(&text, path, policies)
     }
 
-    /// Parses and checks TOML text (`path` only names the source in errors).
+    /// Parses and checks TOML text (`path` only names the source in errors; the policy
+    /// must be a built-in one).
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        Self::parse_with(text, path, &PolicyRegistry::builtin())
+    }
+
+    /// [`LabConfig::parse`] for a policy `policies` knows.
+    pub fn parse_with(
+        text: &str,
+        path: &Path,
+        policies: &PolicyRegistry,
+    ) -> Result<Self, ConfigError> {
         let cfg: LabConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             file: path.into(),
             message: e.to_string(),
@@ -174,14 +189,8 @@ impl LabConfig {
         if !(cfg.max_minutes.is_finite() && cfg.max_minutes > 0.0) {
             return Err(bad("max_minutes".into(), "must be positive".into()));
         }
-        if !venn_core::POLICY_NAMES.contains(&cfg.policy.as_str()) && cfg.policy != "irs" {
-            return Err(bad(
-                "policy".into(),
-                format!(
-                    "unknown policy; known: {}, irs",
-                    venn_core::POLICY_NAMES.join(", ")
-                ),
-            ));
+        if let Err(e) = policies.validate(&cfg.policy) {
+            return Err(bad("policy".into(), e.to_string()));
         }
         if let Some(a) = &cfg.admission
             && let Err(venn_core::CoreError::Invalid { field, reason }) = a.validate()

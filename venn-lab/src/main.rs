@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use venn_lab::load::{self, LoadConfig};
 use venn_lab::{self as lab, LabConfig, LocalManager};
+use venn_core::{PolicyConfig, PolicyRegistry};
 use venn_manager::Settings;
 
 /// Venn testbed laboratory: local end-to-end experiments and load tests.
@@ -83,13 +84,19 @@ async fn main() -> anyhow::Result<()> {
             policy,
             out,
         } => {
-            let cfg = LabConfig::load(&config)?;
-            let policy = policy.unwrap_or_else(|| cfg.policy.clone());
-            let out = out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name).join(&policy));
+            let mut cfg = LabConfig::load(&config)?;
+            if let Some(p) = policy {
+                cfg.policy = cfg.policy.with_name(&p);
+            }
+            let out = out.unwrap_or_else(|| {
+                PathBuf::from("results")
+                    .join(&cfg.name)
+                    .join(cfg.policy.name())
+            });
             let data = load_data(&cfg)?;
             let r = lab::run_experiment(
                 &cfg,
-                &policy,
+                &PolicyRegistry::builtin(),
                 &out,
                 data,
                 Registry::with_builtins(),
@@ -111,9 +118,13 @@ async fn main() -> anyhow::Result<()> {
             let mut results = Vec::new();
             for p in &policies {
                 eprintln!("== {p}");
+                let cfg = LabConfig {
+                    policy: cfg.policy.with_name(p),
+                    ..cfg.clone()
+                };
                 let r = lab::run_experiment(
                     &cfg,
-                    p,
+                    &PolicyRegistry::builtin(),
                     &out.join(p),
                     data.clone(),
                     Registry::with_builtins(),
@@ -146,7 +157,7 @@ async fn main() -> anyhow::Result<()> {
                 Some(_) => None,
                 None => {
                     let settings = Settings {
-                        policy: policy.clone(),
+                        policy: PolicyConfig::named(&policy),
                         ..Settings::default()
                     };
                     Some(

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use venn_core::PolicyRegistry;
 use venn_manager::{Clock, Manager, Settings};
 
 /// A manager serving on `127.0.0.1` until stopped.
@@ -21,10 +22,25 @@ impl LocalManager {
     /// Opens a manager on a fresh database at `db` (any old file and its WAL removed) and
     /// serves it on an ephemeral loopback port.
     pub async fn start(settings: Settings, db: &Path) -> anyhow::Result<LocalManager> {
+        Self::start_with_registry(settings, &PolicyRegistry::builtin(), db).await
+    }
+
+    /// [`LocalManager::start`], building the settings' policy with `registry` (which may
+    /// hold custom policies).
+    pub async fn start_with_registry(
+        settings: Settings,
+        registry: &PolicyRegistry,
+        db: &Path,
+    ) -> anyhow::Result<LocalManager> {
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
         }
-        let manager = Arc::new(Manager::open(settings, db, Clock::System)?);
+        let manager = Arc::new(Manager::open_with_registry(
+            settings,
+            registry,
+            db,
+            Clock::System,
+        )?);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let (tx, rx) = oneshot::channel::<()>();

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
+use venn_core::PolicyRegistry;
 use venn_manager::Settings;
 
 /// Why an experiment could not run.
@@ -28,12 +29,13 @@ fn setup(e: impl std::fmt::Display) -> LabError {
     LabError::Setup(e.to_string())
 }
 
-/// Runs `cfg` under `policy`, writing into `out` (created). `data` is the loaded FEMNIST
-/// main set; `registry` holds the tasks the jobs name (built-ins plus any custom ones).
-/// Stops early on `cancel`.
+/// Runs `cfg` under its policy (`cfg.policy`, built by `policies`: the built-in ones plus
+/// any custom ones), writing into `out` (created). `data` is the loaded FEMNIST main set;
+/// `registry` holds the tasks the jobs name (built-ins plus any custom ones). Stops early
+/// on `cancel`.
 pub async fn run_experiment(
     cfg: &LabConfig,
-    policy: &str,
+    policies: &PolicyRegistry,
     out: &Path,
     data: Arc<Femnist>,
     registry: Registry,
@@ -42,13 +44,13 @@ pub async fn run_experiment(
 ) -> Result<LabResult, LabError> {
     std::fs::create_dir_all(out.join("jobs")).map_err(setup)?;
     let settings = Settings {
-        policy: policy.to_string(),
+        policy: cfg.policy.clone(),
         seed: cfg.seed,
         retry_after_s: 1.0,
         admission: cfg.admission,
         ..Settings::default()
     };
-    let local = LocalManager::start(settings, &out.join("manager.db"))
+    let local = LocalManager::start_with_registry(settings, policies, &out.join("manager.db"))
         .await
         .map_err(setup)?;
     let (base, manager) = (local.url.clone(), local.manager.clone());
@@ -160,7 +162,7 @@ pub async fn run_experiment(
     local.stop().await;
     let result = LabResult::new(
         cfg,
-        policy,
+        cfg.policy.name(),
         outcomes,
         agent_stats,
         t0.elapsed().as_secs_f64(),

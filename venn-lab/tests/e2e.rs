@@ -67,7 +67,7 @@ async fn run_lab_until<F: std::future::Future<Output = ()>>(
     let out = out_dir(name);
     let r = run_experiment(
         &cfg,
-        "venn",
+        &venn_core::PolicyRegistry::builtin(),
         &out,
         Arc::new(fixture(20, 12)),
         registry(),
@@ -242,6 +242,41 @@ fn config_errors_name_the_file_and_key() {
         "name = \"x\"\n[admission]\n[devices]\ncount = 4\n{job}deadline_s = 5\n"
     ));
     assert!(e.contains("jobs[0].statement"), "{e}");
+}
+
+#[test]
+fn the_policy_is_a_name_or_a_table_of_its_parameters() {
+    let job = "[[jobs]]\nname = \"a\"\ntask = \"t\"\nrounds = 1\ntarget_participants = 1\ndeadline_s = 5\n";
+    let parse = |policy: &str| {
+        LabConfig::parse(
+            &format!("name = \"x\"\n{policy}\n[devices]\ncount = 4\n{job}"),
+            Path::new("exp.toml"),
+        )
+    };
+    let cfg = parse("").unwrap();
+    assert_eq!(cfg.policy, venn_core::PolicyConfig::named("venn"));
+    let cfg = parse("policy = \"chunked\"").unwrap();
+    assert_eq!(cfg.policy.name(), "chunked");
+    let cfg = parse("policy = { name = \"random-delay\", delay_scale = 4.0 }").unwrap();
+    let venn_core::PolicyConfig::RandomDelay(p) = &cfg.policy else {
+        panic!("{:?}", cfg.policy)
+    };
+    assert_eq!(p.delay_scale, 4.0);
+    // `venn-lab compare` keeps the parameters for the policy they belong to.
+    assert_eq!(cfg.policy.with_name("random-delay"), cfg.policy);
+    assert_eq!(
+        cfg.policy.with_name("venn"),
+        venn_core::PolicyConfig::named("venn")
+    );
+    let e = parse("policy = { name = \"venn\", epsilom = 1 }")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("exp.toml") && e.contains("epsilom"), "{e}");
+    let e = parse("policy = \"vennn\"").unwrap_err().to_string();
+    assert!(
+        e.contains("policy") && e.contains("vennn") && e.contains("random-order"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -2,15 +2,14 @@
 
 use serde::{Deserialize, Serialize};
 use venn_core::admission::AdmissionParams;
-use venn_core::{PolicyParams, SupplyConfig};
+use venn_core::{PolicyConfig, SupplyConfig};
 
 /// How the manager schedules and paces.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Settings {
-    /// Policy name (see `venn_core::POLICY_NAMES`).
-    pub policy: String,
-    /// Policy knobs.
-    pub params: PolicyParams,
+    /// The policy and its parameters; a custom policy needs a registry that knows it
+    /// ([`crate::Manager::open_with_registry`]).
+    pub policy: PolicyConfig,
     /// Supply-estimator window.
     pub supply: SupplyConfig,
     /// Seed of the core's random generator.
@@ -33,8 +32,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            policy: "venn".into(),
-            params: PolicyParams::default(),
+            policy: PolicyConfig::default(),
             supply: SupplyConfig::default(),
             seed: 0,
             retry_after_s: 5.0,

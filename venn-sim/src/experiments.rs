@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use venn_core::{
-    DeviceId, DeviceProfile, JobSpec, ManagerConfig, PolicyParams, Requirement, ResourceManager,
+    DeviceId, DeviceProfile, JobSpec, ManagerConfig, PolicyConfig, Requirement, ResourceManager,
     RoundRequest, Time,
 };
 
@@ -90,7 +90,7 @@ pub fn measure_overhead(
 ) -> Result<Overhead, venn_core::CoreError> {
     let groups = groups.clamp(1, venn_core::MAX_GROUPS);
     let mut rm =
-        ResourceManager::with_policy(ManagerConfig::default(), policy, PolicyParams::default())?;
+        ResourceManager::with_policy(ManagerConfig::default(), &PolicyConfig::named(policy))?;
     // Requirement g: cpu ≥ g mod 8, mem ≥ 100·(g / 8): distinct and overlapping.
     let req = |g: usize| Requirement::scores((g % 8) as f64, 100.0 * (g / 8) as f64, 0.0);
     let device = |k: usize| {

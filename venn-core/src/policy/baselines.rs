@@ -5,7 +5,8 @@
 //! request: every new or retried round goes to the back) and `srsf` (smallest remaining
 //! demand of the current request first).
 
-use super::{DeviceCtx, Policy, SchedView};
+use super::{DeviceCtx, Policy, RequestPlan, SchedView};
+use crate::hash::FastMap;
 use crate::ids::JobId;
 use crate::job::JobState;
 use crate::rng::SeededRng;
@@ -14,9 +15,13 @@ use crate::rng::SeededRng;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Random;
 
-/// A random priority per round request.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct RandomOrder;
+/// A random priority per round request: the framework's per-request ticket (see
+/// [`Policy::on_request`]), kept per job.
+#[derive(Debug, Default, Clone)]
+pub struct RandomOrder {
+    /// Priority of each job's current request, dropped when the job is removed.
+    priority: FastMap<JobId, f64>,
+}
 
 /// First come, first served by job arrival.
 #[derive(Debug, Default, Clone, Copy)]
@@ -58,9 +63,26 @@ impl Policy for RandomOrder {
         "random-order"
     }
     fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
-        job.current
-            .as_ref()
-            .map_or(f64::INFINITY, |r| r.random_priority)
+        match (&job.current, self.priority.get(&job.id)) {
+            (Some(_), Some(p)) => *p,
+            _ => f64::INFINITY,
+        }
+    }
+    fn on_request(
+        &mut self,
+        job: &JobState,
+        _: &SchedView<'_>,
+        ticket: f64,
+        _: &mut SeededRng,
+    ) -> RequestPlan {
+        self.priority.insert(job.id, ticket);
+        RequestPlan::default()
+    }
+    fn on_restore(&mut self, job: &JobState, _: &SchedView<'_>, ticket: f64) {
+        self.priority.insert(job.id, ticket);
+    }
+    fn on_job_removed(&mut self, job: &JobState) {
+        self.priority.remove(&job.id);
     }
     fn select(&mut self, v: &SchedView<'_>, d: &DeviceCtx<'_>, _: &mut SeededRng) -> Option<JobId> {
         v.best_head(d)

@@ -8,11 +8,13 @@
 //! jobs), else a new chunk. The oldest chunk with a registered job is the running one;
 //! later chunks' requests wait in their queues. With `chunk_backfill`, devices the running
 //! chunk cannot use go to later chunks instead of idling. Inside a chunk, jobs are served
-//! in arrival order.
+//! in arrival order. A chunk ends when its last job is removed ([`Policy::on_job_removed`]);
+//! rounds restored after a manager restart ([`Policy::on_restore`]) are chunked at the
+//! next plan, in arrival order.
 
 use std::collections::VecDeque;
 
-use super::{DeviceCtx, Policy, PolicyParams, RequestPlan, SchedView, supply_rate};
+use super::{ChunkedParams, DeviceCtx, Policy, RequestPlan, SchedView, supply_rate};
 use crate::groupset::GroupSet;
 use crate::hash::FastMap;
 use crate::ids::JobId;
@@ -23,6 +25,8 @@ use crate::rng::SeededRng;
 struct Chunk {
     id: u64,
     jobs: Vec<JobId>,
+    /// Jobs of the chunk not yet removed.
+    live: usize,
     demand: f64,
     groups: GroupSet,
     epoch_s: f64,
@@ -31,20 +35,24 @@ struct Chunk {
 /// Chunks of jobs run in turn.
 #[derive(Debug)]
 pub struct Chunked {
-    params: PolicyParams,
+    params: ChunkedParams,
     chunks: VecDeque<Chunk>,
+    /// Chunk of every job admitted to a chunk that has not ended yet.
     chunk_of: FastMap<JobId, u64>,
     next_id: u64,
+    /// Jobs whose open round was restored and is not chunked yet.
+    restored: Vec<JobId>,
 }
 
 impl Chunked {
-    /// The policy with `params.chunk_backfill`.
-    pub fn new(params: PolicyParams) -> Self {
+    /// The policy with the given knobs.
+    pub fn new(params: ChunkedParams) -> Self {
         Chunked {
             params,
             chunks: VecDeque::new(),
             chunk_of: FastMap::default(),
             next_id: 0,
+            restored: Vec::new(),
         }
     }
 
@@ -70,6 +78,7 @@ impl Chunked {
             // With no supply seen yet there is nothing to measure a chunk against: join.
             if rate <= 0.0 || last.demand + demand <= rate * epoch {
                 last.jobs.push(job.id);
+                last.live += 1;
                 last.demand += demand;
                 last.groups = groups;
                 last.epoch_s = epoch;
@@ -84,6 +93,7 @@ impl Chunked {
         self.chunks.push_back(Chunk {
             id,
             jobs: vec![job.id],
+            live: 1,
             demand,
             groups,
             epoch_s,
@@ -126,6 +136,7 @@ impl Policy for Chunked {
         &mut self,
         job: &JobState,
         view: &SchedView<'_>,
+        _: f64,
         _: &mut SeededRng,
     ) -> RequestPlan {
         if !self.chunk_of.contains_key(&job.id) {
@@ -134,24 +145,37 @@ impl Policy for Chunked {
         RequestPlan::default()
     }
 
-    fn plan(&mut self, view: &SchedView<'_>) {
-        // Rounds restored after a manager restart never passed `on_request`: chunk them
-        // now, in arrival order, so they are not starved.
-        let mut unchunked: Vec<&JobState> = view
-            .groups
-            .iter()
-            .flat_map(|(_, g)| g.queue.iter())
-            .filter(|j| !self.chunk_of.contains_key(j))
-            .filter_map(|j| view.jobs.get(j))
-            .collect();
-        unchunked.sort_by(|a, b| a.registered_at.secs().total_cmp(&b.registered_at.secs()));
-        for job in unchunked {
-            self.admit(job, view);
+    fn on_restore(&mut self, job: &JobState, _: &SchedView<'_>, _: f64) {
+        self.restored.push(job.id);
+    }
+
+    fn on_job_removed(&mut self, job: &JobState) {
+        if let Some(&id) = self.chunk_of.get(&job.id)
+            && let Some(c) = self.chunks.iter_mut().find(|c| c.id == id)
+        {
+            c.live -= 1;
         }
-        while let Some(front) = self.chunks.front() {
-            if front.jobs.iter().any(|j| view.jobs.contains_key(j)) {
-                break;
+    }
+
+    fn plan(&mut self, view: &SchedView<'_>) {
+        // Rounds restored after a manager restart never passed `on_request`: chunk the
+        // queued ones now, in arrival order, so they are not starved (the others are
+        // chunked at their next request).
+        if !self.restored.is_empty() {
+            let restored = std::mem::take(&mut self.restored);
+            let mut unchunked: Vec<&JobState> = restored
+                .iter()
+                .filter(|j| !self.chunk_of.contains_key(j))
+                .filter(|j| view.groups.iter().any(|(_, g)| g.queue.contains(j)))
+                .filter_map(|j| view.jobs.get(j))
+                .collect();
+            unchunked.sort_by(|a, b| a.registered_at.secs().total_cmp(&b.registered_at.secs()));
+            for job in unchunked {
+                self.admit(job, view);
             }
+        }
+        // A chunk ends once all its jobs are removed; the next one then runs.
+        while self.chunks.front().is_some_and(|c| c.live == 0) {
             let done = self.chunks.pop_front().expect("front exists");
             for j in done.jobs {
                 self.chunk_of.remove(&j);

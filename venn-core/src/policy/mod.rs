@@ -8,26 +8,43 @@
 //! - **plan** ([`Policy::plan`]): re-planning when queues change (request arrival,
 //!   fulfilment, close), never per check-in;
 //! - **score/select** ([`Policy::select`]): the job an arriving device goes to;
-//! - **reserve/bind** (the framework, in [`crate::ResourceManager::check_in`]).
+//! - **reserve/bind** (the framework, in [`crate::ResourceManager::check_in`]);
+//! - **lifecycle hooks**: [`Policy::on_request`] (a round request arrives),
+//!   [`Policy::on_job_removed`] (a job finished or was cancelled) and
+//!   [`Policy::on_restore`] (an open round was restored after a manager restart), so a
+//!   policy keeps its own per-job state.
 //!
-//! Policies are chosen by name with [`by_name`].
+//! Policies are named by [`PolicyKind`] (the built-in ones), configured by
+//! [`PolicyConfig`] (a name plus that policy's typed parameters, the value drivers embed)
+//! and built by a [`PolicyRegistry`], which also holds custom policies.
 
+#[cfg(feature = "clap")]
+mod args;
 mod baselines;
 mod chunked;
+mod config;
 mod congestion;
 pub mod irs;
 mod random_delay;
+mod registry;
 mod tier;
 mod venn;
 
+#[cfg(feature = "clap")]
+pub use args::PolicyArgs;
+
 pub use baselines::{Fifo, FifoRequest, Random, RandomOrder, Srsf};
 pub use chunked::Chunked;
+pub use config::{
+    ChunkedParams, CustomPolicy, IrsParams, NoParams, PolicyConfig, PolicyKind, RandomDelayParams,
+    VennParams,
+};
 pub use congestion::{congestion_delay_s, overlapping_groups, supply_rate};
 pub use random_delay::RandomDelay;
+pub use registry::PolicyRegistry;
 pub use tier::{TierParams, choose_tier};
 pub use venn::Venn;
 
-use crate::error::CoreError;
 use crate::groups::Groups;
 use crate::groupset::{GroupIdx, GroupSet};
 use crate::hash::FastMap;
@@ -37,7 +54,6 @@ use crate::profile::DeviceProfile;
 use crate::rng::SeededRng;
 use crate::supply::{ClassIdx, SupplyEstimator};
 use crate::time::Time;
-use serde::{Deserialize, Serialize};
 
 /// Read-only view of the manager's state handed to policies.
 pub struct SchedView<'a> {
@@ -161,7 +177,8 @@ pub struct RequestPlan {
     pub not_before: Option<Time>,
 }
 
-/// A scheduling policy. See the module docs for the steps.
+/// A scheduling policy. See the module docs for the steps; register a custom one with
+/// [`PolicyRegistry::register`].
 pub trait Policy: Send + std::fmt::Debug {
     /// The name it is selected by.
     fn name(&self) -> &'static str;
@@ -171,14 +188,29 @@ pub trait Policy: Send + std::fmt::Debug {
 
     /// Called once per submitted round request, before it is queued and keyed: may
     /// restrict the request to a capacity tier or delay its start.
+    ///
+    /// `ticket` is a uniform draw in [0, 1) the framework makes from `rng` for every
+    /// request, just before this call, whatever the policy (a random priority for policies
+    /// that order requests at random); further draws come from `rng`.
     fn on_request(
         &mut self,
         _job: &JobState,
         _view: &SchedView<'_>,
+        _ticket: f64,
         _rng: &mut SeededRng,
     ) -> RequestPlan {
         RequestPlan::default()
     }
+
+    /// Called when a restarted manager re-opens a persisted round of `job`
+    /// ([`crate::ResourceManager::restore_round`]) instead of [`Policy::on_request`]:
+    /// the round keeps no tier band or start delay, but the policy may rebuild its own
+    /// per-job state. `ticket` is the request's draw, as in `on_request`.
+    fn on_restore(&mut self, _job: &JobState, _view: &SchedView<'_>, _ticket: f64) {}
+
+    /// Called when `job` is removed (finished or cancelled), with its final state, so the
+    /// policy can forget it.
+    fn on_job_removed(&mut self, _job: &JobState) {}
 
     /// Re-plan after queues changed.
     fn plan(&mut self, _view: &SchedView<'_>) {}
@@ -191,70 +223,4 @@ pub trait Policy: Send + std::fmt::Debug {
         dev: &DeviceCtx<'_>,
         rng: &mut SeededRng,
     ) -> Option<JobId>;
-}
-
-/// Tunables of the policies that have any.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PolicyParams {
-    /// Tier matching (Algorithm 2) settings for `venn`.
-    pub tiers: TierParams,
-    /// Fairness knob ε for `venn` (0 = plain IRS).
-    pub epsilon: f64,
-    /// `random-delay` and `chunked`: delays are uniform in [0, scale·Δ], Δ the congestion
-    /// (open demand over eligible supply rate, in seconds).
-    pub delay_scale: f64,
-    /// `random-delay`: draw a new delay for every round request (true) or once per job,
-    /// shifting its whole schedule as in Leighton–Maggs–Rao (false).
-    pub delay_per_round: bool,
-    /// `chunked`: let devices the running chunk cannot use go to later chunks.
-    pub chunk_backfill: bool,
-}
-
-impl Default for PolicyParams {
-    fn default() -> Self {
-        PolicyParams {
-            tiers: TierParams::default(),
-            epsilon: 0.0,
-            delay_scale: 1.0,
-            delay_per_round: false,
-            chunk_backfill: false,
-        }
-    }
-}
-
-/// Names accepted by [`by_name`].
-pub const POLICY_NAMES: &[&str] = &[
-    "random",
-    "random-order",
-    "fifo",
-    "fifo-request",
-    "srsf",
-    "venn",
-    "random-delay",
-    "chunked",
-];
-
-/// Builds a policy from its name.
-pub fn by_name(name: &str, params: PolicyParams) -> Result<Box<dyn Policy>, CoreError> {
-    Ok(match name {
-        "random" => Box::new(Random),
-        "random-order" => Box::new(RandomOrder),
-        "fifo" => Box::new(Fifo),
-        "fifo-request" => Box::new(FifoRequest),
-        "srsf" => Box::new(Srsf),
-        "venn" => Box::new(Venn::new(params)),
-        "random-delay" => Box::new(RandomDelay::new(params)),
-        "chunked" => Box::new(Chunked::new(params)),
-        "irs" => Box::new(Venn::new(PolicyParams {
-            tiers: TierParams::disabled(),
-            ..params
-        })),
-        other => {
-            return Err(CoreError::UnknownPolicy(
-                other.to_string(),
-                POLICY_NAMES.join(", ") + ", irs",
-            ));
-        }
-    })
 }

@@ -7,7 +7,7 @@
 //! [`super::congestion_delay_s`]). After its delay a request is served in order of its
 //! delayed start time, so a job keeps its place across rounds as under `fifo`.
 
-use super::{DeviceCtx, Policy, PolicyParams, RequestPlan, SchedView, congestion_delay_s};
+use super::{DeviceCtx, Policy, RandomDelayParams, RequestPlan, SchedView, congestion_delay_s};
 use crate::hash::FastMap;
 use crate::ids::JobId;
 use crate::job::JobState;
@@ -17,14 +17,15 @@ use crate::time::Time;
 /// Random start delays scaled by congestion.
 #[derive(Debug)]
 pub struct RandomDelay {
-    params: PolicyParams,
-    /// Per-job delayed start (per-job mode), the queue key of all its rounds.
+    params: RandomDelayParams,
+    /// Per-job delayed start (per-job mode), the queue key of all its rounds; dropped when
+    /// the job is removed.
     start: FastMap<JobId, f64>,
 }
 
 impl RandomDelay {
-    /// The policy with `params.delay_scale` and `params.delay_per_round`.
-    pub fn new(params: PolicyParams) -> Self {
+    /// The policy with the given knobs.
+    pub fn new(params: RandomDelayParams) -> Self {
         RandomDelay {
             params,
             start: FastMap::default(),
@@ -67,6 +68,7 @@ impl Policy for RandomDelay {
         &mut self,
         job: &JobState,
         view: &SchedView<'_>,
+        _: f64,
         rng: &mut SeededRng,
     ) -> RequestPlan {
         if self.params.delay_per_round {
@@ -93,11 +95,8 @@ impl Policy for RandomDelay {
         }
     }
 
-    fn plan(&mut self, view: &SchedView<'_>) {
-        // Forget finished jobs now and then, so a long-lived manager does not grow.
-        if self.start.len() > 2 * view.jobs.len() + 64 {
-            self.start.retain(|j, _| view.jobs.contains_key(j));
-        }
+    fn on_job_removed(&mut self, job: &JobState) {
+        self.start.remove(&job.id);
     }
 
     fn select(&mut self, v: &SchedView<'_>, d: &DeviceCtx<'_>, _: &mut SeededRng) -> Option<JobId> {

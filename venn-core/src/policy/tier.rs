@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// Settings of tier matching.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TierParams {
     /// Number of tiers V; 1 disables tier matching.
     pub v: u32,

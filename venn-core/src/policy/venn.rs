@@ -17,7 +17,7 @@
 
 use super::irs::{self, IrsGroup};
 use super::tier::choose_tier;
-use super::{DeviceCtx, Policy, PolicyParams, RequestPlan, SchedView};
+use super::{DeviceCtx, Policy, RequestPlan, SchedView, VennParams};
 use crate::groupset::{GroupIdx, GroupSet};
 use crate::hash::FastMap;
 use crate::ids::JobId;
@@ -29,7 +29,7 @@ const UNOWNED: u16 = u16::MAX;
 /// Venn: IRS + tier matching + fairness.
 #[derive(Debug, Clone)]
 pub struct Venn {
-    params: PolicyParams,
+    params: VennParams,
     owner_by_class: Vec<u16>,
     rank_of_group: Vec<u32>,
     planned_generation: u64,
@@ -41,8 +41,8 @@ pub struct Venn {
 }
 
 impl Venn {
-    /// A Venn policy with the given knobs.
-    pub fn new(params: PolicyParams) -> Self {
+    /// A Venn policy with the given knobs (`irs` is tier matching off, V = 1).
+    pub fn new(params: VennParams) -> Self {
         Venn {
             params,
             owner_by_class: Vec::new(),
@@ -86,6 +86,7 @@ impl Policy for Venn {
         &mut self,
         job: &JobState,
         _: &SchedView<'_>,
+        _: f64,
         rng: &mut SeededRng,
     ) -> RequestPlan {
         RequestPlan {

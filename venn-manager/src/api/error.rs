@@ -34,6 +34,8 @@ fn core(e: CoreError) -> HttpError {
         CoreError::TooManyGroups(_) => {
             HttpError::new(StatusCode::SERVICE_UNAVAILABLE, codes::TOO_MANY_GROUPS, msg)
         }
-        CoreError::UnknownPolicy(..) => HttpError::field("policy", msg),
+        CoreError::UnknownPolicy(..)
+        | CoreError::PolicyArgs { .. }
+        | CoreError::DuplicatePolicy(_) => HttpError::field("policy", msg),
     }
 }

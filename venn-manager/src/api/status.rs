@@ -13,7 +13,7 @@ use venn_api::HttpError;
 
 /// `GET /v1/status`.
 pub async fn status(State(m): State<AppState>) -> Json<Value> {
-    let policy = m.settings().policy.clone();
+    let policy = m.settings().policy.name().to_string();
     let admission = m.admission_report();
     Json(m.with_core(|core, now| {
         let mut jobs: Vec<Value> = core

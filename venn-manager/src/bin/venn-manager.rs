@@ -5,7 +5,7 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
 use venn_core::admission::AdmissionParams;
-use venn_core::{PolicyParams, SupplyConfig, TierParams};
+use venn_core::{PolicyArgs, PolicyConfig, PolicyKind, SupplyConfig};
 use venn_manager::{Clock, Manager, Settings, server};
 
 /// Serve the Venn resource manager: FL jobs register and submit round requests; devices
@@ -23,17 +23,12 @@ struct Args {
     /// SQLite database file (created if missing).
     #[arg(long, default_value = "venn-manager.db")]
     db: PathBuf,
-    /// Scheduling policy: random, random-order, fifo, fifo-request, srsf, venn, irs,
-    /// random-delay (congestion-scaled random start delays) or chunked (jobs run in
-    /// chunks that fit the eligible supply).
-    #[arg(long, default_value = "venn")]
+    /// Scheduling policy.
+    #[arg(long, default_value = "venn", value_parser = PolicyKind::names_parser())]
     policy: String,
-    /// Tier count V for venn's device matching (1 disables it).
-    #[arg(long, default_value_t = 2)]
-    tiers: u32,
-    /// Fairness knob epsilon for venn (0 = plain IRS).
-    #[arg(long, default_value_t = 0.0)]
-    epsilon: f64,
+    /// The policy's parameters (each flag applies to the policies that have the knob).
+    #[command(flatten)]
+    policy_args: PolicyArgs,
     /// Supply-estimator window in seconds.
     #[arg(long, default_value_t = 86400.0)]
     supply_window_s: f64,
@@ -83,15 +78,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let a = Args::parse();
     let settings = Settings {
-        policy: a.policy,
-        params: PolicyParams {
-            tiers: TierParams {
-                v: a.tiers,
-                ..TierParams::default()
-            },
-            epsilon: a.epsilon,
-            ..PolicyParams::default()
-        },
+        policy: a.policy_args.resolve(&PolicyConfig::default(), &a.policy),
         supply: SupplyConfig {
             window_s: a.supply_window_s,
             ..SupplyConfig::default()

@@ -91,23 +91,36 @@ fn finite(field: &str, v: f64) -> Result<(), ServiceError> {
 
 impl Manager {
     /// Opens the manager on the database at `db` (created if missing) and restores every
-    /// active job, open round, outstanding task and the recent check-in history.
+    /// active job, open round, outstanding task and the recent check-in history. The
+    /// policy must be a built-in one.
     pub fn open(settings: Settings, db: &Path, clock: Clock) -> anyhow::Result<Manager> {
+        Self::open_with_registry(settings, &PolicyRegistry::builtin(), db, clock)
+    }
+
+    /// [`Manager::open`], building the settings' policy with `registry` (which may hold
+    /// custom policies).
+    pub fn open_with_registry(
+        settings: Settings,
+        registry: &PolicyRegistry,
+        db: &Path,
+        clock: Clock,
+    ) -> anyhow::Result<Manager> {
         if let Some(p) = &settings.admission {
             p.validate()?;
         }
         let store = Store::open(db)?;
+        let policy = settings.policy.name();
         if let Some(p) = store.meta("policy")?
-            && p != settings.policy
+            && p != policy
         {
-            tracing::warn!(stored = %p, requested = %settings.policy, "policy changed since the last run");
+            tracing::warn!(stored = %p, requested = %policy, "policy changed since the last run");
         }
-        store.set_meta("policy", &settings.policy)?;
+        store.set_meta("policy", policy)?;
         let cfg = ManagerConfig {
             supply: settings.supply,
             seed: settings.seed,
         };
-        let mut core = ResourceManager::with_policy(cfg, &settings.policy, settings.params)?;
+        let mut core = ResourceManager::with_registry(cfg, &settings.policy, registry)?;
         // Profiles come from anonymous clients: key their hash with a secret.
         core.set_profile_hash_key(rand::random());
         let now = clock.now();

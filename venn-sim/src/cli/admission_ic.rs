@@ -14,6 +14,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use venn_core::PolicyKind;
 
 use anyhow::Context;
 use venn_sim::engine::SimResult;
@@ -46,7 +47,7 @@ pub struct Args {
     #[arg(long, default_value = "even")]
     pub workload: String,
     /// Scheduling policy the admitted jobs run under.
-    #[arg(long, default_value = "venn")]
+    #[arg(long, default_value = "venn", value_parser = PolicyKind::names_parser())]
     pub policy: String,
     /// `engine`: number of seeds (0, 1, …); each redraws values, lengths and dispatch noise.
     #[arg(long, default_value_t = 6)]
@@ -127,8 +128,7 @@ fn engine_cases(args: &Args) -> anyhow::Result<(Vec<IcCase>, serde_json::Value)>
     for seed in 0..args.seeds {
         let mut base = args
             .sim
-            .config(&args.input, seed)?
-            .with_policy(&args.policy);
+            .with_policy(&args.sim.config(&args.input, seed)?, &args.policy);
         let mut adm = base.admission.take().unwrap_or_default();
         adm.mode = AdmissionMode::PostedPrice;
         adm.misreport = None;

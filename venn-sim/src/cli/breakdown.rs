@@ -4,6 +4,7 @@
 
 use super::common::{InputArgs, Inputs, SimArgs, Task, run_all};
 use super::table1::mean_sd;
+use venn_core::PolicyKind;
 use venn_sim::engine::setup::BIASED_WORKLOADS;
 use venn_sim::experiments::{demand_quartiles, speedup_by_class};
 
@@ -17,10 +18,10 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub seeds: u64,
     /// Comma-separated policies.
-    #[arg(long, value_delimiter = ',', default_value = "fifo,srsf,venn")]
+    #[arg(long, value_delimiter = ',', default_value = "fifo,srsf,venn", value_parser = PolicyKind::names_parser())]
     pub policies: Vec<String>,
     /// Speed-ups are over this policy.
-    #[arg(long, default_value = "random")]
+    #[arg(long, default_value = "random", value_parser = PolicyKind::names_parser())]
     pub baseline: String,
     /// Skip Table 4 (the biased workloads).
     #[arg(long)]
@@ -56,7 +57,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 tasks.push(Task {
                     label: format!("{w} {p} s{seed}"),
                     input,
-                    config: args.sim.config(&args.input, seed)?.with_policy(p),
+                    config: args
+                        .sim
+                        .with_policy(&args.sim.config(&args.input, seed)?, p),
                 });
             }
         }

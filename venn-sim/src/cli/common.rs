@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use venn_core::PolicyArgs;
 use venn_sim::engine::setup::{load_trace, load_workload};
 use venn_sim::engine::{SimConfig, SimInput, SimResult, run_with_progress};
 use venn_sim::input::{AvailabilityTrace, DeviceCatalog, SyntheticOptions, shared_traces_dir};
@@ -38,12 +39,9 @@ pub struct SimArgs {
     /// TOML file with a `SimConfig`; command-line flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Fairness knob ε of venn.
-    #[arg(long)]
-    pub epsilon: Option<f64>,
-    /// Tiers V of venn's tier matching (1 disables it).
-    #[arg(long)]
-    pub tiers: Option<u32>,
+    /// Parameters of the policies (each applies to the policies that have it).
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// Seconds a device stays online after its traced end.
     #[arg(long)]
     pub grace: Option<f64>,
@@ -72,12 +70,7 @@ impl SimArgs {
             None => SimConfig::default(),
         };
         c.seed = seed;
-        if let Some(v) = self.epsilon {
-            c.epsilon = v;
-        }
-        if let Some(v) = self.tiers {
-            c.tiers = v;
-        }
+        self.policy.apply(&mut c.policy);
         if let Some(v) = self.grace {
             c.grace_s = v;
         }
@@ -98,6 +91,15 @@ impl SimArgs {
         }
         c.validate()?;
         Ok(c)
+    }
+
+    /// `base` under the policy called `name` (`base`'s parameters if it names the same
+    /// policy, else the policy's defaults), with the policy flags applied.
+    pub fn with_policy(&self, base: &SimConfig, name: &str) -> SimConfig {
+        SimConfig {
+            policy: self.policy.resolve(&base.policy, name),
+            ..base.clone()
+        }
     }
 
     /// Threads to use.

@@ -2,6 +2,7 @@
 //! over a baseline (default `random`).
 
 use std::path::PathBuf;
+use venn_core::PolicyKind;
 
 use super::common::{Average, InputArgs, Inputs, SimArgs, Task, admission_line, run_all, secs};
 
@@ -12,10 +13,10 @@ pub struct Args {
     #[arg(long, default_value = "even")]
     pub workload: String,
     /// Comma-separated policies.
-    #[arg(long, value_delimiter = ',', default_value = "random,fifo,srsf,venn")]
+    #[arg(long, value_delimiter = ',', default_value = "random,fifo,srsf,venn", value_parser = PolicyKind::names_parser())]
     pub policies: Vec<String>,
     /// Speed-ups are this policy's average JCT over each policy's.
-    #[arg(long, default_value = "random")]
+    #[arg(long, default_value = "random", value_parser = PolicyKind::names_parser())]
     pub baseline: String,
     /// Which average JCT the speed-ups compare.
     #[arg(long, value_enum, default_value_t = Average::Censored)]
@@ -46,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(|p| Task {
             label: format!("{} {p}", args.workload),
             input: &input,
-            config: base.with_policy(p),
+            config: args.sim.with_policy(&base, p),
         })
         .collect();
     let results = run_all(tasks, args.sim.threads())?;

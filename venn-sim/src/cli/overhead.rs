@@ -2,6 +2,7 @@
 //! and job groups (paper Fig. 10), as a table, CSV and PNG.
 
 use std::path::PathBuf;
+use venn_core::PolicyKind;
 
 use venn_sim::experiments::measure_overhead;
 use venn_sim::plot::{Series, line_chart};
@@ -10,7 +11,7 @@ use venn_sim::plot::{Series, line_chart};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Policy to measure.
-    #[arg(long, default_value = "venn")]
+    #[arg(long, default_value = "venn", value_parser = PolicyKind::names_parser())]
     pub policy: String,
     /// Job counts.
     #[arg(long, value_delimiter = ',', default_value = "10,50,100,200,500,1000")]

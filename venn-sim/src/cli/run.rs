@@ -2,6 +2,7 @@
 //! JSON summary and timing, and prints a table.
 
 use std::path::PathBuf;
+use venn_core::PolicyKind;
 
 use super::common::{InputArgs, Inputs, SimArgs, Task, admission_line, run_all, secs};
 
@@ -12,12 +13,9 @@ pub struct Args {
     /// (general, comp_heavy, mem_heavy, res_intensive) or a job CSV path.
     #[arg(long, default_value = "even")]
     pub workload: String,
-    /// Policy: random, random-order, fifo (job-arrival order, as the authors),
-    /// fifo-request (venn-core's request-time FIFO), srsf, venn, irs,
-    /// random-delay (congestion-scaled random start delays) or chunked (jobs
-    /// run in chunks that fit the eligible supply).
-    #[arg(long, default_value = "venn")]
-    pub policy: String,
+    /// Policy (default: the config's policy, venn without --config).
+    #[arg(long, value_parser = PolicyKind::names_parser())]
+    pub policy: Option<String>,
     /// Seed of the core's RNG and the dispatch noise.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -34,13 +32,14 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let inputs = Inputs::load(&args.input)?;
     let input = inputs.workload(&args.workload, None)?;
-    let cfg = args
-        .sim
-        .config(&args.input, args.seed)?
-        .with_policy(&args.policy);
+    let base = args.sim.config(&args.input, args.seed)?;
+    let cfg = match &args.policy {
+        Some(p) => args.sim.with_policy(&base, p),
+        None => base,
+    };
     let mut results = run_all(
         vec![Task {
-            label: format!("{} {}", args.workload, args.policy),
+            label: format!("{} {}", args.workload, cfg.policy),
             input: &input,
             config: cfg,
         }],

@@ -4,8 +4,10 @@
 //! speed-up and the fraction of jobs that meet their fair-share JCT against ε.
 
 use std::path::PathBuf;
+use venn_core::PolicyKind;
 
 use anyhow::bail;
+use venn_core::PolicyArgs;
 use venn_sim::engine::setup::load_workload;
 use venn_sim::engine::{SimInput, SimResult};
 use venn_sim::experiments::fair_share_met;
@@ -43,10 +45,10 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub seeds: u64,
     /// Policies for `--what jobs` (others sweep venn).
-    #[arg(long, value_delimiter = ',', default_value = "fifo,srsf,venn")]
+    #[arg(long, value_delimiter = ',', default_value = "fifo,srsf,venn", value_parser = PolicyKind::names_parser())]
     pub policies: Vec<String>,
     /// Speed-ups are over this policy.
-    #[arg(long, default_value = "random")]
+    #[arg(long, default_value = "random", value_parser = PolicyKind::names_parser())]
     pub baseline: String,
     /// Output directory for the CSV and PNG.
     #[arg(long, default_value = "sweep-out")]
@@ -128,17 +130,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 tasks.push(Task {
                     label: format!("{} {} s{seed}", fmt_v(v), args.baseline),
                     input,
-                    config: base.with_policy(&args.baseline),
+                    config: args.sim.with_policy(&base, &args.baseline),
                 });
                 index.push((vi, seed, None));
             }
             for (pi, p) in swept.iter().enumerate() {
-                let mut c = base.with_policy(p);
-                match args.what {
-                    What::Tiers => c.tiers = v.round().max(1.0) as u32,
-                    What::Epsilon => c.epsilon = v,
-                    What::Jobs => {}
-                }
+                let mut c = args.sim.with_policy(&base, p);
+                let swept = match args.what {
+                    What::Tiers => PolicyArgs {
+                        tiers: Some(v.round().max(1.0) as u32),
+                        ..PolicyArgs::default()
+                    },
+                    What::Epsilon => PolicyArgs {
+                        epsilon: Some(v),
+                        ..PolicyArgs::default()
+                    },
+                    What::Jobs => PolicyArgs::default(),
+                };
+                swept.apply(&mut c.policy);
                 tasks.push(Task {
                     label: format!("{} {p} s{seed}", fmt_v(v)),
                     input,

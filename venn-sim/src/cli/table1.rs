@@ -2,6 +2,7 @@
 //! baseline for five workloads, mean and standard deviation over seeds.
 
 use std::collections::BTreeMap;
+use venn_core::PolicyKind;
 
 use venn_sim::engine::SimResult;
 
@@ -29,11 +30,11 @@ pub struct Args {
     )]
     pub workloads: Vec<String>,
     /// Comma-separated policies.
-    #[arg(long, value_delimiter = ',', default_value = "fifo,srsf,venn")]
+    #[arg(long, value_delimiter = ',', default_value = "fifo,srsf,venn", value_parser = PolicyKind::names_parser())]
     pub policies: Vec<String>,
     /// Baselines, run with the same seeds; speed-ups are over each in turn.
     /// The first one feeds `--json`.
-    #[arg(long, value_delimiter = ',', default_value = "random")]
+    #[arg(long, value_delimiter = ',', default_value = "random", value_parser = PolicyKind::names_parser())]
     pub baselines: Vec<String>,
     /// Which average JCT the JSON speed-ups compare (the tables show both).
     #[arg(long, value_enum, default_value_t = Average::Censored)]
@@ -99,7 +100,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 tasks.push(Task {
                     label: format!("{w} {p} s{seed}"),
                     input,
-                    config: args.sim.config(&args.input, seed)?.with_policy(p),
+                    config: args
+                        .sim
+                        .with_policy(&args.sim.config(&args.input, seed)?, p),
                 });
                 keys.push((w.clone(), p.clone(), seed));
             }

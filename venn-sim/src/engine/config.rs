@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use venn_core::{ManagerConfig, PolicyParams, SupplyConfig, TierParams};
+use venn_core::{ManagerConfig, PolicyConfig, SupplyConfig};
 
 use super::admission::AdmissionSim;
 use super::error::SimError;
@@ -17,16 +17,12 @@ use super::error::SimError;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SimConfig {
-    /// Policy name, one of `venn_core::POLICY_NAMES` or `irs`.
-    pub policy: String,
+    /// The policy and its parameters: `policy = "venn"`, or a `[policy]` table with
+    /// `name` and the policy's own keys (see [`PolicyConfig`]). A custom policy needs a
+    /// [`venn_core::PolicyRegistry`] that knows it ([`super::run_with_registry`]).
+    pub policy: PolicyConfig,
     /// Seed of the core's random number generator and of the dispatch noise.
     pub seed: u64,
-    /// Fairness knob ε of `venn` (0 = plain IRS ordering).
-    pub epsilon: f64,
-    /// Number of capacity tiers V of `venn` (1 disables tier matching).
-    pub tiers: u32,
-    /// Task samples a tier needs before tier matching trusts it.
-    pub min_samples_per_tier: usize,
     /// Supply-estimator window, seconds (paper: 24 h).
     pub supply_window_s: f64,
     /// Buckets of the supply window.
@@ -51,12 +47,6 @@ pub struct SimConfig {
     /// task model (`comm × 13736 / kbps`); the authors' client charges 2
     /// (download and upload).
     pub comm_trips: f64,
-    /// `random-delay` / `chunked`: delays are uniform in [0, scale × congestion].
-    pub delay_scale: f64,
-    /// `random-delay`: a fresh delay for every round (else once per job).
-    pub delay_per_round: bool,
-    /// `chunked`: devices the running chunk cannot use go to later chunks.
-    pub chunk_backfill: bool,
     /// Admission control with statements of work (`[admission]`); off when absent.
     pub admission: Option<AdmissionSim>,
 }
@@ -64,11 +54,8 @@ pub struct SimConfig {
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
-            policy: "venn".into(),
+            policy: PolicyConfig::default(),
             seed: 0,
-            epsilon: 0.0,
-            tiers: TierParams::default().v,
-            min_samples_per_tier: TierParams::default().min_samples_per_tier,
             supply_window_s: SupplyConfig::default().window_s,
             supply_buckets: SupplyConfig::default().buckets,
             grace_s: crate::input::availability::DEFAULT_GRACE_S,
@@ -78,9 +65,6 @@ impl Default for SimConfig {
             one_assignment_per_checkin: true,
             dispatch_jitter_s: 2.0,
             comm_trips: 1.0,
-            delay_scale: PolicyParams::default().delay_scale,
-            delay_per_round: false,
-            chunk_backfill: false,
             admission: None,
         }
     }
@@ -102,10 +86,11 @@ impl SimConfig {
         Self::from_toml_str(&text).map_err(|e| SimError::Config(format!("{}: {e}", path.display())))
     }
 
-    /// The same settings under another policy.
-    pub fn with_policy(&self, policy: &str) -> Self {
+    /// The same settings under the policy called `name`: this config's policy parameters
+    /// if it names the same policy, else that policy's defaults.
+    pub fn with_policy(&self, name: &str) -> Self {
         SimConfig {
-            policy: policy.into(),
+            policy: self.policy.with_name(name),
             ..self.clone()
         }
     }
@@ -119,20 +104,6 @@ impl SimConfig {
                 ..SupplyConfig::default()
             },
             seed: self.seed,
-        }
-    }
-
-    /// The core's policy settings.
-    pub fn policy_params(&self) -> PolicyParams {
-        PolicyParams {
-            tiers: TierParams {
-                v: self.tiers,
-                min_samples_per_tier: self.min_samples_per_tier,
-            },
-            epsilon: self.epsilon,
-            delay_scale: self.delay_scale,
-            delay_per_round: self.delay_per_round,
-            chunk_backfill: self.chunk_backfill,
         }
     }
 
@@ -154,14 +125,11 @@ impl SimConfig {
         if !(self.comm_trips.is_finite() && self.comm_trips >= 0.0) {
             return bad("comm_trips must be a finite non-negative number");
         }
-        if !(self.epsilon.is_finite() && self.epsilon >= 0.0) {
-            return bad("epsilon must be a finite non-negative number");
+        if let Err(e) = self.policy.validate() {
+            return Err(SimError::Config(format!("policy {}: {e}", self.policy)));
         }
         if self.horizon_s.is_some_and(|h| !(h.is_finite() && h > 0.0)) {
             return bad("horizon_s must be positive");
-        }
-        if !(self.delay_scale.is_finite() && self.delay_scale >= 0.0) {
-            return bad("delay_scale must be a finite non-negative number");
         }
         if let Some(a) = &self.admission {
             a.validate()?;
@@ -177,7 +145,7 @@ mod tests {
     #[test]
     fn toml_round_trip_and_defaults() {
         let c = SimConfig::from_toml_str("policy = \"fifo\"\nseed = 3\nreplicas = 2\n").unwrap();
-        assert_eq!(c.policy, "fifo");
+        assert_eq!(c.policy, PolicyConfig::Fifo);
         assert_eq!(c.seed, 3);
         assert_eq!(c.replicas, Some(2));
         assert_eq!(c.grace_s, 80.0);
@@ -186,6 +154,44 @@ mod tests {
         assert_eq!(SimConfig::from_toml_str(&text).unwrap(), c);
         let e = SimConfig::from_toml_str("polcy = \"x\"").unwrap_err();
         assert!(e.to_string().contains("polcy"), "{e}");
+    }
+
+    #[test]
+    fn the_policy_is_a_name_or_a_table_of_its_parameters() {
+        use venn_core::policy::{RandomDelayParams, VennParams};
+        let c = SimConfig::from_toml_str("policy = \"random-delay\"\n").unwrap();
+        assert_eq!(
+            c.policy,
+            PolicyConfig::RandomDelay(RandomDelayParams::default())
+        );
+        let c = SimConfig::from_toml_str(
+            "seed = 1\n[policy]\nname = \"venn\"\nepsilon = 1\n[policy.tiers]\nv = 3\n",
+        )
+        .unwrap();
+        let PolicyConfig::Venn(v) = c.policy else {
+            panic!("{:?}", c.policy)
+        };
+        assert_eq!((v.epsilon, v.tiers.v), (1.0, 3));
+        let text = toml::to_string(&c).unwrap();
+        assert_eq!(SimConfig::from_toml_str(&text).unwrap(), c, "{text}");
+        // Another policy's parameters are not this one's.
+        assert_eq!(c.with_policy("venn"), c);
+        assert_eq!(
+            c.with_policy("irs").policy,
+            PolicyConfig::Irs(Default::default())
+        );
+        assert_eq!(
+            PolicyConfig::Venn(VennParams::default()),
+            SimConfig::default().policy
+        );
+        // Unknown keys of the policy and the old flat keys are errors naming them.
+        let e = SimConfig::from_toml_str("[policy]\nname = \"chunked\"\nbackfill = true\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("backfill"), "{e}");
+        let e = SimConfig::from_toml_str("policy = \"venn\"\nepsilon = 1.0\n").unwrap_err();
+        assert!(e.to_string().contains("epsilon"), "{e}");
+        let bad = SimConfig::from_toml_str("[policy]\nname = \"irs\"\nepsilon = -1\n").unwrap();
+        assert!(bad.validate().unwrap_err().to_string().contains("epsilon"));
     }
 
     #[test]

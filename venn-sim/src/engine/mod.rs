@@ -80,4 +80,4 @@ pub use config::SimConfig;
 pub use error::SimError;
 pub use result::{JobRecord, Perf, SimResult, Summary};
 pub use setup::{DeviceTable, SimInput, SimJob};
-pub use sim::{run, run_with_progress};
+pub use sim::{run, run_with_progress, run_with_registry};

@@ -11,8 +11,8 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use venn_core::{
-    Decision, DeviceId, JobId, JobSpec, ResourceManager, RoundId, RoundOutcome, RoundRequest,
-    TaskCost, Time,
+    Decision, DeviceId, JobId, JobSpec, PolicyRegistry, ResourceManager, RoundId, RoundOutcome,
+    RoundRequest, TaskCost, Time,
 };
 
 use super::admission::{AdmissionMode, AdmissionRun, AdmissionSummary};
@@ -93,6 +93,17 @@ pub fn run(input: &SimInput, cfg: &SimConfig) -> Result<SimResult, SimError> {
 pub fn run_with_progress(
     input: &SimInput,
     cfg: &SimConfig,
+    progress: impl FnMut(u64, u64),
+) -> Result<SimResult, SimError> {
+    run_with_registry(input, cfg, &PolicyRegistry::builtin(), progress)
+}
+
+/// Like [`run_with_progress`], building the configured policy with `registry`, which may
+/// hold custom policies ([`PolicyRegistry::register`]).
+pub fn run_with_registry(
+    input: &SimInput,
+    cfg: &SimConfig,
+    registry: &PolicyRegistry,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<SimResult, SimError> {
     cfg.validate()?;
@@ -101,7 +112,7 @@ pub fn run_with_progress(
         .or(input.workload_replicas)
         .unwrap_or(DEFAULT_REPLICAS);
     let horizon = cfg.horizon_s.unwrap_or(f64::from(replicas) * cfg.window_s);
-    let rm = super::policies::manager(&cfg.policy, cfg.manager(), cfg.policy_params())?;
+    let rm = super::policies::manager(&cfg.policy, cfg.manager(), registry)?;
     let mut e = Engine {
         input,
         cfg,
@@ -111,7 +122,7 @@ pub fn run_with_progress(
         rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_d15b_a7c4),
         finished: 0,
         s: Summary {
-            policy: cfg.policy.clone(),
+            policy: cfg.policy.name().to_string(),
             seed: cfg.seed,
             jobs: input.jobs.len(),
             horizon_s: horizon,

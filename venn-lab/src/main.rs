@@ -7,9 +7,9 @@ use fl_job::task::Registry;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use venn_core::{PolicyConfig, PolicyRegistry};
 use venn_lab::load::{self, LoadConfig};
 use venn_lab::{self as lab, LabConfig, LocalManager};
-use venn_core::{PolicyConfig, PolicyRegistry};
 use venn_manager::Settings;
 
 /// Venn testbed laboratory: local end-to-end experiments and load tests.

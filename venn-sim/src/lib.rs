@@ -2,11 +2,10 @@
 //! job traces through `venn-core`, and re-derives the Venn paper's evaluation.
 //!
 //! Modules:
-//! - [`input`]: everything the simulator reads or synthesises before it starts:
-//!   the availability trace (Venn CSV or FedScale per-client JSON) and its
-//!   5-day replay expansion, device capacity and eligibility tables, job traces
-//!   and the job generator, and the synthetic availability generator that stands
-//!   in for the FedScale trace we do not have.
+//! - Inputs — the availability trace (Venn CSV, FedScale JSON or a format of your own)
+//!   and its 5-day replay, device capacity and eligibility tables, job traces and the
+//!   job generator, the synthetic availability generator — live in the `venn-traces`
+//!   crate, shared with the device agent.
 //! - [`engine`]: the discrete-event loop that drives `venn-core`, its
 //!   configuration, and the per-job results and summaries; its docs state the
 //!   simulation semantics.
@@ -18,7 +17,4 @@
 pub mod engine;
 pub mod experiments;
 pub mod incentives;
-/// The simulator's inputs live in their own crate, `venn-traces`, shared with the device
-/// agent; re-exported under their old name.
-pub use venn_traces as input;
 pub mod plot;

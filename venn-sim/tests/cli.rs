@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use venn_sim::input::shared_traces_dir;
+use venn_traces::shared_traces_dir;
 
 fn setup(name: &str) -> Option<(PathBuf, PathBuf, PathBuf)> {
     let Some(traces) = shared_traces_dir() else {

@@ -34,7 +34,7 @@
 //! - i11 t=300 → J0, result 340; i12 t=309 slow → J0, result 379 → J0 done.
 
 use venn_sim::engine::{SimConfig, SimInput, run};
-use venn_sim::input::{
+use venn_traces::{
     AvailabilityTrace, CapacityTable, CheckInRow, DeviceCapacity, DeviceCatalog, EligibilityTable,
     JobRow, Spec, SpecMask, SpecTable,
 };

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use venn_sim::input::jobs::{CATALOG_FILE, WORKLOAD_CONFIGS_FILE, WORKLOAD_NAMES};
-use venn_sim::input::{
+use venn_traces::jobs::{CATALOG_FILE, WORKLOAD_CONFIGS_FILE, WORKLOAD_NAMES};
+use venn_traces::{
     DeviceCatalog, JobCatalog, JobGenOptions, JobTrace, SpecMask, WorkloadConfigs, generate_jobs,
     resolve_workload, shared_traces_dir,
 };

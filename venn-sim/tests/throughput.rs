@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use venn_sim::input::{AvailabilityTrace, ReplayOptions, SyntheticOptions};
+use venn_traces::{AvailabilityTrace, ReplayOptions, SyntheticOptions};
 
 #[test]
 #[ignore = "measures throughput at full default volume"]

@@ -9,7 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use venn_core::PolicyArgs;
 use venn_sim::engine::setup::{load_trace, load_workload};
 use venn_sim::engine::{SimConfig, SimInput, SimResult, run_with_progress};
-use venn_sim::input::{AvailabilityTrace, DeviceCatalog, SyntheticOptions, shared_traces_dir};
+use venn_traces::{AvailabilityTrace, DeviceCatalog, SyntheticOptions, shared_traces_dir};
 
 /// Where the inputs come from and how large the run is.
 #[derive(Debug, Clone, clap::Args)]

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use venn_sim::input::SyntheticOptions;
+use venn_traces::SyntheticOptions;
 
 /// Options of `gen-trace`; defaults reproduce the calibrated trace (about
 /// 2.21 million rows per week, the estimated size of the authors' trace).

@@ -11,8 +11,8 @@ use venn_core::PolicyArgs;
 use venn_sim::engine::setup::load_workload;
 use venn_sim::engine::{SimInput, SimResult};
 use venn_sim::experiments::fair_share_met;
-use venn_sim::input::{JobCatalog, JobGenOptions, SpecTable, WorkloadConfigs, generate_jobs};
 use venn_sim::plot::{Series, line_chart};
+use venn_traces::{JobCatalog, JobGenOptions, SpecTable, WorkloadConfigs, generate_jobs};
 
 use super::common::{InputArgs, Inputs, SimArgs, Task, run_all};
 use super::table1::mean_sd;

@@ -31,7 +31,7 @@ use venn_core::admission::{
 };
 
 use super::error::SimError;
-use crate::input::JobRow;
+use venn_traces::JobRow;
 
 /// How jobs are admitted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! The engine's error type.
 
-use crate::input::InputError;
+use venn_traces::InputError;
 
 /// Why a simulation could not be set up or run.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@
 //! option of [`SimConfig`] or listed here.
 //!
 //! - **Check-ins.** Each row of the 5-day block is one check-in, replayed
-//!   `replicas` times shifted by 5 days ([`crate::input::Replay`]); the device
+//!   `replicas` times shifted by 5 days ([`venn_traces::Replay`]); the device
 //!   stays online until its traced end plus `grace_s` (80 s). At check-in the
 //!   device is offered to the policy (`check_in`), including devices eligible
 //!   for no spec: they count in the supply estimate but match no job. With

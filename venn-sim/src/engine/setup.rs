@@ -13,8 +13,8 @@ use std::path::Path;
 use venn_core::{DeviceProfile as CoreProfile, Requirement};
 
 use super::error::SimError;
-use crate::input::jobs::{CATALOG_FILE, WORKLOAD_CONFIGS_FILE, WORKLOAD_NAMES};
-use crate::input::{
+use venn_traces::jobs::{CATALOG_FILE, WORKLOAD_CONFIGS_FILE, WORKLOAD_NAMES};
+use venn_traces::{
     AvailabilityTrace, CheckInRow, DeviceCatalog, JobCatalog, JobGenOptions, JobRow, JobTrace,
     SpecMask, SpecTable, SyntheticOptions, WorkloadConfigs, generate_jobs, resolve_workload,
 };
@@ -43,7 +43,7 @@ pub fn load_workload(
     traces_dir: &Path,
     job_seed: Option<u64>,
 ) -> Result<(Vec<JobRow>, Option<u32>), SimError> {
-    let specs = SpecTable::load(&traces_dir.join(crate::input::devices::SPECS_FILE))?;
+    let specs = SpecTable::load(&traces_dir.join(venn_traces::devices::SPECS_FILE))?;
     let configs = WorkloadConfigs::load(&traces_dir.join(WORKLOAD_CONFIGS_FILE)).ok();
     let replicas = configs
         .as_ref()

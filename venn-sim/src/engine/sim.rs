@@ -21,7 +21,7 @@ use super::error::SimError;
 use super::events::{EventKind, EventQueue};
 use super::result::{JobRecord, Perf, SimResult, Summary};
 use super::setup::SimInput;
-use crate::input::ReplayOptions;
+use venn_traces::ReplayOptions;
 
 /// How often (in check-ins) the progress callback is called.
 pub const PROGRESS_EVERY: u64 = 1 << 16;

@@ -2,7 +2,7 @@
 //! eligibility mix, a steady check-in stream and job rows.
 #![allow(dead_code)]
 
-use venn_sim::input::{
+use venn_traces::{
     AvailabilityTrace, CapacityTable, CheckInRow, DeviceCapacity, DeviceCatalog, EligibilityTable,
     JobRow, Spec, SpecMask, SpecTable,
 };

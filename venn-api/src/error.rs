@@ -17,6 +17,8 @@ pub mod codes {
     pub const MALFORMED_JSON: &str = "malformed_json";
     /// A body without `content-type: application/json` (415).
     pub const UNSUPPORTED_MEDIA_TYPE: &str = "unsupported_media_type";
+    /// A path parameter of the wrong type, e.g. a non-numeric job id (400).
+    pub const INVALID_PATH: &str = "invalid_path";
     /// Any other unreadable request (400).
     pub const BAD_REQUEST: &str = "bad_request";
     /// Missing or wrong token (401).

@@ -6,7 +6,7 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
-use venn_api::HttpError;
+use venn_api::{HttpError, codes};
 
 /// A JSON body; rejections become 400/413/415 with the serde message (which names the
 /// field and position).
@@ -27,11 +27,11 @@ fn json_rejection(rej: JsonRejection) -> HttpError {
     let status = rej.status();
     let text = rej.body_text();
     let code = match rej {
-        JsonRejection::JsonDataError(_) => "invalid_body",
-        JsonRejection::JsonSyntaxError(_) => "malformed_json",
-        JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
-        _ if status == StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        _ => "bad_request",
+        JsonRejection::JsonDataError(_) => codes::INVALID_BODY,
+        JsonRejection::JsonSyntaxError(_) => codes::MALFORMED_JSON,
+        JsonRejection::MissingJsonContentType(_) => codes::UNSUPPORTED_MEDIA_TYPE,
+        _ if status == StatusCode::PAYLOAD_TOO_LARGE => codes::PAYLOAD_TOO_LARGE,
+        _ => codes::BAD_REQUEST,
     };
     let field = text
         .split('`')
@@ -67,5 +67,9 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
 }
 
 fn path_rejection(rej: PathRejection) -> HttpError {
-    HttpError::new(StatusCode::BAD_REQUEST, "invalid_path", rej.body_text())
+    HttpError::new(
+        StatusCode::BAD_REQUEST,
+        codes::INVALID_PATH,
+        rej.body_text(),
+    )
 }

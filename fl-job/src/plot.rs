@@ -40,6 +40,16 @@ pub struct Series {
 
 /// Draw test accuracy (%) against wall time (minutes) for `series` into `path`.
 pub fn accuracy_png(path: &Path, title: &str, series: &[Series]) -> Result<(), FlError> {
+    accuracy_png_with(path, title, "wall time (minutes)", series)
+}
+
+/// [`accuracy_png`] with another x axis, named `x_desc` (e.g. virtual hours).
+pub fn accuracy_png_with(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    series: &[Series],
+) -> Result<(), FlError> {
     let err = |e: String| FlError::Config(format!("plot {}: {e}", path.display()));
     let text = font_available();
     let x_max = series
@@ -61,13 +71,12 @@ pub fn accuracy_png(path: &Path, title: &str, series: &[Series]) -> Result<(), F
         .map_err(|e| err(e.to_string()))?;
     let mut mesh = chart.configure_mesh();
     if text {
-        mesh.x_desc("wall time (minutes)")
-            .y_desc("test accuracy (%)");
+        mesh.x_desc(x_desc).y_desc("test accuracy (%)");
     } else {
         mesh.x_labels(0).y_labels(0);
     }
     mesh.draw().map_err(|e| err(e.to_string()))?;
-    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK];
+    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK, CYAN];
     for (i, s) in series.iter().enumerate() {
         let color = colors[i % colors.len()];
         let line = chart
@@ -93,6 +102,82 @@ pub fn accuracy_png(path: &Path, title: &str, series: &[Series]) -> Result<(), F
             .position(SeriesLabelPosition::LowerRight)
             .draw()
             .map_err(|e| err(e.to_string()))?;
+    }
+    root.present().map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
+
+/// One panel of a grid: a title and its curves.
+pub struct Panel {
+    /// Panel caption.
+    pub title: String,
+    /// Its curves.
+    pub series: Vec<Series>,
+}
+
+/// Draw `panels` side by side (`columns` per row) into one PNG, each as test accuracy (%)
+/// against `x_desc`, all panels sharing the x range so they compare at a glance.
+pub fn accuracy_grid_png(
+    path: &Path,
+    x_desc: &str,
+    columns: usize,
+    panels: &[Panel],
+) -> Result<(), FlError> {
+    let err = |e: String| FlError::Config(format!("plot {}: {e}", path.display()));
+    let text = font_available();
+    let columns = columns.clamp(1, panels.len().max(1));
+    let rows = panels.len().div_ceil(columns).max(1);
+    let x_max = panels
+        .iter()
+        .flat_map(|p| p.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
+        .fold(1e-9f64, f64::max);
+    let (w, h) = (420 * columns as u32, 300 * rows as u32);
+    let root = BitMapBackend::new(path, (w, h)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK, CYAN];
+    for (area, panel) in root.split_evenly((rows, columns)).iter().zip(panels) {
+        let mut builder = ChartBuilder::on(area);
+        builder
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(40);
+        if text {
+            builder.caption(&panel.title, ("sans-serif", 15));
+        }
+        let mut chart = builder
+            .build_cartesian_2d(0.0..x_max * 1.02, 0.0..100.0)
+            .map_err(|e| err(e.to_string()))?;
+        let mut mesh = chart.configure_mesh();
+        if text {
+            mesh.x_desc(x_desc).y_desc("accuracy (%)");
+        } else {
+            mesh.x_labels(0).y_labels(0);
+        }
+        mesh.draw().map_err(|e| err(e.to_string()))?;
+        for (i, s) in panel.series.iter().enumerate() {
+            let color = colors[i % colors.len()];
+            let line = chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(|e| err(e.to_string()))?;
+            if text {
+                line.label(s.name.clone()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 15, y)], color.stroke_width(2))
+                });
+            }
+        }
+        if text {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 12))
+                .position(SeriesLabelPosition::LowerRight)
+                .draw()
+                .map_err(|e| err(e.to_string()))?;
+        }
     }
     root.present().map_err(|e| err(e.to_string()))?;
     Ok(())

@@ -120,8 +120,56 @@ pub struct LabConfig {
     /// when absent). Jobs then need a `statement`; declined ones fail with the quote.
     #[serde(default)]
     pub admission: Option<venn_core::admission::AdmissionParams>,
+    /// Settings of the virtual-clock mode (`[sim]`, read by `venn-lab sim` only).
+    #[serde(default)]
+    pub sim: VirtualConfig,
     /// The jobs, each with `arrival_s` (seconds after the start).
     pub jobs: Vec<LabJob>,
+}
+
+fn default_horizon_h() -> f64 {
+    72.0
+}
+
+/// What only `venn-lab sim` reads (`[sim]`): how long the virtual clock may run, how many
+/// threads train, and the simulator's device-session knobs (defaults: the simulator's,
+/// which follow the Venn authors).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct VirtualConfig {
+    /// Virtual hours after the start at which the run stops; jobs still running then are
+    /// reported unfinished.
+    pub horizon_h: f64,
+    /// Training threads (0 = one per core). Results do not depend on it.
+    pub threads: usize,
+    /// Seconds a device stays online after its traced session ends (authors: 80).
+    pub grace_s: f64,
+    /// A task starts `U(0, dispatch_jitter_s)` after the check-in (authors: 2).
+    pub dispatch_jitter_s: f64,
+    /// Times a task pays the communication term (authors' client: 2, download and upload).
+    pub comm_trips: f64,
+    /// A device takes at most one task per check-in (authors: yes).
+    pub one_assignment_per_checkin: bool,
+}
+
+impl Default for VirtualConfig {
+    fn default() -> Self {
+        VirtualConfig {
+            horizon_h: default_horizon_h(),
+            threads: 0,
+            grace_s: venn_traces::availability::DEFAULT_GRACE_S,
+            dispatch_jitter_s: 2.0,
+            comm_trips: 1.0,
+            one_assignment_per_checkin: true,
+        }
+    }
+}
+
+fn default_workload_s() -> f64 {
+    30.0
+}
+fn default_comm_s() -> f64 {
+    10.0
 }
 
 /// A job of the experiment and when it starts.
@@ -130,6 +178,15 @@ pub struct LabJob {
     /// Seconds after the experiment start.
     #[serde(default)]
     pub arrival_s: f64,
+    /// `venn-lab sim`: a task's compute time on the reference device (78 ms per sample),
+    /// seconds; a device's is `workload_s × its ms per sample / 78` (default 30, the Venn
+    /// authors' job catalog).
+    #[serde(default = "default_workload_s")]
+    pub workload_s: f64,
+    /// `venn-lab sim`: a task's transfer time at the reference bandwidth (13,736 kbit/s),
+    /// seconds (default 10, the authors' job traces).
+    #[serde(default = "default_comm_s")]
+    pub comm_s: f64,
     /// The job.
     #[serde(flatten)]
     pub job: JobConfig,
@@ -186,6 +243,19 @@ impl LabConfig {
                 "must be in [0, 1]".into(),
             ));
         }
+        let v = &cfg.sim;
+        if !(v.horizon_h.is_finite() && v.horizon_h > 0.0) {
+            return Err(bad("sim.horizon_h".into(), "must be positive".into()));
+        }
+        for (key, x) in [
+            ("sim.grace_s", v.grace_s),
+            ("sim.dispatch_jitter_s", v.dispatch_jitter_s),
+            ("sim.comm_trips", v.comm_trips),
+        ] {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(bad(key.into(), "must be a finite number ≥ 0".into()));
+            }
+        }
         if !(cfg.max_minutes.is_finite() && cfg.max_minutes > 0.0) {
             return Err(bad("max_minutes".into(), "must be positive".into()));
         }
@@ -210,6 +280,11 @@ impl LabConfig {
                 .map_err(|(k, why)| bad(format!("jobs[{i}].{k}"), why))?;
             if !(j.arrival_s.is_finite() && j.arrival_s >= 0.0) {
                 return Err(bad(format!("jobs[{i}].arrival_s"), "must be ≥ 0".into()));
+            }
+            for (key, v) in [("workload_s", j.workload_s), ("comm_s", j.comm_s)] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(bad(format!("jobs[{i}].{key}"), "must be ≥ 0".into()));
+                }
             }
             if !names.insert(j.job.name.clone()) {
                 return Err(bad(

@@ -9,20 +9,33 @@
 //! the jobs' plan/weights/update endpoints and the devices' check-ins are the same code
 //! the standalone binaries (`venn-manager`, `fl-job`, `device-agent`) run.
 //!
+//! `venn-lab sim` runs the same experiment file at a scale where schedulers differ: the
+//! simulator's engine schedules thousands of trace-driven devices on a virtual clock and
+//! the jobs' models really train on the devices that reported (see [`sim`]).
+//!
 //! ## Layout
 //! - [`config`]: the experiment TOML (`LabConfig`), with errors naming file and key.
 //! - [`run`]: one experiment under one policy ([`run_experiment`]).
 //! - [`results`]: per-job outcomes, the table, `tta.csv`, `summary.json`, `accuracy.png`.
 //! - [`manager`]: the in-process manager every command starts ([`LocalManager`]).
 //! - [`load`]: the check-in load generator (`venn-lab load`).
+//! - [`sim`]: the same experiment on the simulator's virtual clock with real training
+//!   (`venn-lab sim`): the engine's hooks, the device population from traces, and the
+//!   training pool.
+//! - [`compare`]: several policies' results side by side (table, CSV, a plot per job).
 
+pub mod compare;
 pub mod config;
 pub mod load;
 pub mod manager;
 pub mod results;
 pub mod run;
+pub mod sim;
 
-pub use config::{AvailabilitySource, ConfigError, DevicesConfig, LabConfig, LabJob};
+pub use config::{
+    AvailabilitySource, ConfigError, DevicesConfig, LabConfig, LabJob, VirtualConfig,
+};
 pub use manager::LocalManager;
-pub use results::{JobOutcome, LabResult, speedups};
+pub use results::{Clock, JobOutcome, LabResult, speedups};
 pub use run::{LabError, run_experiment};
+pub use sim::run_virtual;

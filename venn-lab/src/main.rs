@@ -45,6 +45,31 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Run the experiment on the simulator's virtual clock with real training: thousands of
+    /// trace-driven devices, accuracy against virtual time.
+    ///
+    /// The same TOML as `run`; devices need `availability = "synthetic"` or a trace file,
+    /// and `[sim]` sets the horizon (`horizon_h`), training threads and session knobs.
+    /// Writes jobs/*.csv (virtual seconds), accuracy.png, tta.csv and summary.json per
+    /// policy; with several policies also compare.txt, compare.csv and compare/<job>.png.
+    /// The same seed gives byte-identical CSVs whatever the thread count.
+    Sim {
+        /// Experiment config (TOML), e.g. scripts/experiments/fig9.toml.
+        config: PathBuf,
+        /// Comma-separated policies; the first is the baseline (default: the config's).
+        #[arg(long, value_delimiter = ',')]
+        policies: Vec<String>,
+        /// Results folder (default: results/<name>-sim).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Training threads (default: the config's `[sim] threads`, 0 = one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Simulate the schedule only (JCT and rounds, no training or accuracy): sizes an
+        /// experiment in a second before its training is paid for.
+        #[arg(long)]
+        schedule_only: bool,
+    },
     /// Emulated check-ins over loopback against a manager: throughput and latency.
     ///
     /// Without --url, starts a manager in this process on a temporary database (so the
@@ -142,6 +167,64 @@ async fn main() -> anyhow::Result<()> {
             let text = lab::speedups(&results);
             std::fs::write(out.join("compare.txt"), &text)?;
             print!("{text}");
+        }
+        Command::Sim {
+            config,
+            policies,
+            out,
+            threads,
+            schedule_only,
+        } => {
+            let mut cfg = LabConfig::load(&config)?;
+            if let Some(t) = threads {
+                cfg.sim.threads = t;
+            }
+            let policies = if policies.is_empty() {
+                vec![cfg.policy.name().to_string()]
+            } else {
+                policies
+            };
+            let out =
+                out.unwrap_or_else(|| PathBuf::from("results").join(format!("{}-sim", cfg.name)));
+            let data = load_data(&cfg)?;
+            let traces = venn_traces::shared_traces_dir().context(
+                "finding the device tables (set VENN_DATA_DIR to the folder holding traces/)",
+            )?;
+            let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = cancel.clone();
+            tokio::spawn(async move {
+                ctrl_c().await;
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            let mut results = Vec::new();
+            for p in &policies {
+                eprintln!("== {p}");
+                let cfg = LabConfig {
+                    policy: cfg.policy.with_name(p),
+                    ..cfg.clone()
+                };
+                let dir = out.join(p);
+                let opts = lab::sim::VirtualOptions {
+                    policies: &PolicyRegistry::builtin(),
+                    tasks: &Registry::with_builtins(),
+                    data: data.clone(),
+                    traces_dir: &traces,
+                    cancel: &cancel,
+                    progress: true,
+                    train: !schedule_only,
+                };
+                let r = tokio::task::block_in_place(|| lab::run_virtual(&cfg, &dir, opts))?;
+                print!("{}", r.table());
+                println!("results in {}", dir.display());
+                results.push(r);
+                if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+            }
+            if results.len() > 1 {
+                print!("{}", lab::compare::write_comparison(&out, &results)?);
+                println!("comparison in {}", out.display());
+            }
         }
         Command::Load {
             url,

@@ -3,7 +3,7 @@
 
 use crate::config::LabConfig;
 use device_agent::agent::AgentStats;
-use fl_job::plot::{Series, accuracy_png};
+use fl_job::plot::{Series, accuracy_png_with};
 use fl_job::runner::{JobReport, RoundRow};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -14,6 +14,8 @@ use std::path::Path;
 pub struct JobOutcome {
     /// Job name.
     pub name: String,
+    /// When the job arrived (registered), seconds since the start on the run's clock.
+    pub arrival_s: f64,
     /// Completed (all rounds or target accuracy).
     pub finished: bool,
     /// Job completion time, seconds (registration to finish).
@@ -32,6 +34,7 @@ impl JobOutcome {
     pub(crate) fn from_report(r: JobReport) -> Self {
         JobOutcome {
             name: r.name.clone(),
+            arrival_s: r.registered_s,
             finished: r.finished_s.is_some(),
             jct_s: r.jct_s(),
             rounds: r.rounds.len(),
@@ -43,12 +46,13 @@ impl JobOutcome {
 
     /// A job the run stopped (`why`) before it finished: its rounds so far, read back from
     /// the CSV it appends a row to per round (none if it had not started).
-    pub(crate) fn unfinished(name: &str, csv: &Path, why: &str) -> Self {
+    pub(crate) fn unfinished(name: &str, arrival_s: f64, csv: &Path, why: &str) -> Self {
         let history: Vec<RoundRow> = csv::Reader::from_path(csv)
             .map(|mut r| r.deserialize().filter_map(Result::ok).collect())
             .unwrap_or_default();
         JobOutcome {
             name: name.into(),
+            arrival_s,
             finished: false,
             jct_s: None,
             rounds: history.len(),
@@ -58,9 +62,10 @@ impl JobOutcome {
         }
     }
 
-    pub(crate) fn failed(name: &str, error: String) -> Self {
+    pub(crate) fn failed(name: &str, arrival_s: f64, error: String) -> Self {
         JobOutcome {
             name: name.into(),
+            arrival_s,
             finished: false,
             jct_s: None,
             rounds: 0,
@@ -70,12 +75,34 @@ impl JobOutcome {
         }
     }
 
-    /// First wall time (seconds since the start) at which the job reached `acc`.
+    /// Time-to-accuracy: seconds (on the run's [`Clock`]) from the job's arrival to the
+    /// first round that reached `acc`.
     pub fn time_to_accuracy(&self, acc: f64) -> Option<f64> {
         self.history
             .iter()
             .find(|r| r.accuracy >= acc)
-            .map(|r| r.wall_s)
+            .map(|r| r.time_s - self.arrival_s)
+    }
+}
+
+/// Which clock an experiment's times are on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clock {
+    /// A live run (`venn-lab run`): seconds of wall time.
+    #[default]
+    Wall,
+    /// A simulated run (`venn-lab sim`): seconds of the virtual clock.
+    Virtual,
+}
+
+impl Clock {
+    /// Seconds per plotted x unit, and the axis name.
+    pub(crate) fn axis(self) -> (f64, &'static str) {
+        match self {
+            Clock::Wall => (60.0, "wall time (minutes)"),
+            Clock::Virtual => (3600.0, "virtual time (hours)"),
+        }
     }
 }
 
@@ -86,7 +113,9 @@ pub struct LabResult {
     pub name: String,
     /// Policy.
     pub policy: String,
-    /// Wall seconds.
+    /// The clock of every time below except `wall_s`.
+    pub clock: Clock,
+    /// Wall seconds the run took.
     pub wall_s: f64,
     /// Set when the run stopped before every job finished.
     pub stopped_early: Option<String>,
@@ -100,6 +129,9 @@ pub struct LabResult {
     pub jobs: Vec<JobOutcome>,
     /// Device-side counters.
     pub devices: AgentStats,
+    /// The virtual-clock run's counters (`venn-lab sim` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<crate::sim::VirtualStats>,
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -135,6 +167,8 @@ impl LabResult {
             avg_tta_s,
             jobs,
             devices,
+            clock: Clock::Wall,
+            simulation: None,
         }
     }
 
@@ -143,9 +177,14 @@ impl LabResult {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "policy {}  ({:.0} s wall{})",
+            "policy {}  ({:.0} s wall{}{})",
             self.policy,
             self.wall_s,
+            if self.clock == Clock::Virtual {
+                "; times below are virtual seconds"
+            } else {
+                ""
+            },
             self.stopped_early
                 .as_deref()
                 .map(|r| format!(", stopped: {r}"))
@@ -223,6 +262,7 @@ impl LabResult {
             tta.push('\n');
         }
         std::fs::write(out.join("tta.csv"), tta)?;
+        let (unit, axis) = self.clock.axis();
         let series: Vec<Series> = self
             .jobs
             .iter()
@@ -231,13 +271,14 @@ impl LabResult {
                 points: j
                     .history
                     .iter()
-                    .map(|r| (r.wall_s / 60.0, r.accuracy * 100.0))
+                    .map(|r| (r.time_s / unit, r.accuracy * 100.0))
                     .collect(),
             })
             .collect();
-        accuracy_png(
+        accuracy_png_with(
             &out.join("accuracy.png"),
             &format!("{} — {}", self.name, self.policy),
+            axis,
             &series,
         )
         .map_err(std::io::Error::other)

@@ -130,7 +130,8 @@ pub async fn run_experiment(
                         Ok(rep) => outcomes.push(JobOutcome::from_report(rep)),
                         Err(e) => {
                             tracing::error!(job = %name, error = %e, "job failed");
-                            outcomes.push(JobOutcome::failed(&name, e.to_string()));
+                            let arrival = cfg.jobs.iter().find(|j| j.job.name == name).map_or(0.0, |j| j.arrival_s);
+                            outcomes.push(JobOutcome::failed(&name, arrival, e.to_string()));
                         }
                     }
                 }
@@ -150,7 +151,12 @@ pub async fn run_experiment(
         for lj in &cfg.jobs {
             if !outcomes.iter().any(|o| o.name == lj.job.name) {
                 let csv = job_csv(out, &lj.job.name);
-                outcomes.push(JobOutcome::unfinished(&lj.job.name, &csv, why));
+                outcomes.push(JobOutcome::unfinished(
+                    &lj.job.name,
+                    lj.arrival_s,
+                    &csv,
+                    why,
+                ));
             }
         }
     }
@@ -173,18 +179,9 @@ pub async fn run_experiment(
 }
 
 /// Where job `name` appends its rounds.
-fn job_csv(out: &Path, name: &str) -> PathBuf {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    out.join("jobs").join(format!("{safe}.csv"))
+pub(crate) fn job_csv(out: &Path, name: &str) -> PathBuf {
+    out.join("jobs")
+        .join(format!("{}.csv", crate::compare::safe_name(name)))
 }
 
 /// [`job_csv`], emptied of a previous run's rows.
@@ -196,7 +193,7 @@ fn fresh_job_csv(out: &Path, name: &str) -> PathBuf {
 
 /// Test samples of the last `n` main-set writers (held out from the jobs' metrics only in
 /// the sense that they are test samples; the devices train on train splits).
-fn held_out(data: &Femnist, n: usize) -> Samples {
+pub(crate) fn held_out(data: &Femnist, n: usize) -> Samples {
     let k = n.min(data.test.len());
     Samples::from_writers(data.test[data.test.len() - k..].iter())
 }

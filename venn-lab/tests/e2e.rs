@@ -237,6 +237,19 @@ fn config_errors_name_the_file_and_key() {
     );
     let e = error("name = \"x\"\n[devices]\ncount = 4\ncolour = 1\n");
     assert!(e.contains("exp.toml") && e.contains("colour"), "{e}");
+    // The virtual clock's settings are checked too.
+    let e = error(&format!(
+        "name = \"x\"\n[sim]\nhorizon_h = 0\n[devices]\ncount = 4\n{job}deadline_s = 5\n"
+    ));
+    assert!(e.contains("sim.horizon_h"), "{e}");
+    let e = error(&format!(
+        "name = \"x\"\n[sim]\nthreds = 2\n[devices]\ncount = 4\n{job}deadline_s = 5\n"
+    ));
+    assert!(e.contains("threds"), "{e}");
+    let e = error(&format!(
+        "name = \"x\"\n[devices]\ncount = 4\n{job}deadline_s = 5\nworkload_s = -1\n"
+    ));
+    assert!(e.contains("jobs[0].workload_s"), "{e}");
     // A job without a statement is a config error while admission is on.
     let e = error(&format!(
         "name = \"x\"\n[admission]\n[devices]\ncount = 4\n{job}deadline_s = 5\n"
@@ -282,7 +295,13 @@ fn the_policy_is_a_name_or_a_table_of_its_parameters() {
 #[test]
 fn shipped_experiment_configs_parse() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments");
-    for name in ["quick.toml", "paper.toml", "custom.toml"] {
+    for name in [
+        "quick.toml",
+        "paper.toml",
+        "custom.toml",
+        "fig9.toml",
+        "virtual-quick.toml",
+    ] {
         let cfg = LabConfig::load(&dir.join(name)).unwrap_or_else(|e| panic!("{e}"));
         assert!(!cfg.jobs.is_empty(), "{name}");
     }
@@ -290,6 +309,19 @@ fn shipped_experiment_configs_parse() {
         LabConfig::load(&dir.join("paper.toml")).unwrap().jobs.len(),
         20
     );
+    // The floor for the virtual-clock figure: ≥ 8 jobs over ≥ 2,000 devices,
+    // mixing both models over all four eligibility specs.
+    let fig9 = LabConfig::load(&dir.join("fig9.toml")).unwrap();
+    assert!(fig9.jobs.len() >= 8 && fig9.devices.count >= 2000);
+    for task in ["resnet18-femnist", "mobilenet_v2-femnist"] {
+        assert!(fig9.jobs.iter().any(|j| j.job.task == task), "{task}");
+    }
+    let specs: std::collections::BTreeSet<String> = fig9
+        .jobs
+        .iter()
+        .map(|j| format!("{:?}", j.job.requirement))
+        .collect();
+    assert_eq!(specs.len(), 4, "{specs:?}");
     let job: fl_job::runner::JobConfig =
         toml::from_str(&std::fs::read_to_string(dir.join("job.toml")).unwrap()).unwrap();
     job.validate().unwrap();

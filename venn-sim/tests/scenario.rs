@@ -33,7 +33,11 @@
 //! - t=280 J0 round 1: 1 of 2 → abort, retry (deadline 380).
 //! - i11 t=300 → J0, result 340; i12 t=309 slow → J0, result 379 → J0 done.
 
-use venn_sim::engine::{SimConfig, SimInput, run};
+use venn_core::{PolicyRegistry, RoundOutcome};
+use venn_sim::engine::{
+    AfterClose, Dispatch, RoundClose, SimConfig, SimError, SimHooks, SimInput, TaskResult, run,
+    run_with_hooks,
+};
 use venn_traces::{
     AvailabilityTrace, CapacityTable, CheckInRow, DeviceCapacity, DeviceCatalog, EligibilityTable,
     JobRow, Spec, SpecMask, SpecTable,
@@ -304,4 +308,111 @@ fn a_custom_registered_policy_runs_in_the_simulator() {
     // The built-in registry does not know it: the error lists what it knows.
     let e = run(&scenario(), &custom).unwrap_err().to_string();
     assert!(e.contains("arrival") && e.contains("chunked"), "{e}");
+}
+
+/// Records what the engine's hooks see.
+#[derive(Default)]
+struct Recorder {
+    dispatches: Vec<(usize, u64, bool)>,
+    results: Vec<(f64, usize, u64, u32)>,
+    closes: Vec<(f64, usize, RoundOutcome, u32, bool)>,
+    /// Finish job 0 after its first successful round (as a target accuracy would).
+    finish_j0_early: bool,
+}
+
+impl SimHooks for Recorder {
+    fn on_dispatch(&mut self, d: &Dispatch) {
+        assert!(d.start_s >= d.check_in_s && d.end_s >= d.start_s, "{d:?}");
+        self.dispatches.push((d.job, d.device, d.returns));
+    }
+
+    fn on_result(&mut self, r: &TaskResult) {
+        self.results.push((r.time_s, r.job, r.device, r.round));
+    }
+
+    fn on_round_close(&mut self, c: &RoundClose<'_>) -> Result<AfterClose, SimError> {
+        assert_eq!(c.record.outcome, c.outcome);
+        self.closes
+            .push((c.time_s, c.job, c.outcome, c.rounds_done, c.last));
+        if self.finish_j0_early && c.job == 0 && c.outcome == RoundOutcome::Success {
+            return Ok(AfterClose::Finish);
+        }
+        Ok(AfterClose::Continue)
+    }
+}
+
+#[test]
+fn hooks_see_every_dispatch_result_and_close_without_changing_the_run() {
+    use RoundOutcome::{Abort, Success};
+    let plain = run(&scenario(), &config()).unwrap();
+    let mut rec = Recorder::default();
+    let hooked = run_with_hooks(
+        &scenario(),
+        &config(),
+        &PolicyRegistry::builtin(),
+        &mut rec,
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(
+        format!("{:?}", hooked.jobs),
+        format!("{:?}", plain.jobs),
+        "hooks that only observe change nothing"
+    );
+    // 12 assignments; i1 and i10 leave before their results.
+    assert_eq!(rec.dispatches.len(), 12);
+    let lost: Vec<u64> = rec
+        .dispatches
+        .iter()
+        .filter(|d| !d.2)
+        .map(|d| d.1)
+        .collect();
+    assert_eq!(lost, vec![1, 10]);
+    // Results that reached an open round (the timeline in the module docs); i2's (J1's
+    // aborted attempt) and i5's (after J2 closed) are stragglers and not reported.
+    assert_eq!(
+        rec.results,
+        vec![
+            (41.0, 0, 0, 0),
+            (95.0, 2, 3, 0),
+            (96.0, 1, 4, 0),
+            (170.0, 0, 7, 0),
+            (180.0, 0, 8, 0),
+            (230.0, 0, 9, 1),
+            (340.0, 0, 11, 1),
+            (379.0, 0, 12, 1),
+        ]
+    );
+    assert_eq!(
+        rec.closes,
+        vec![
+            (55.0, 1, Abort, 0, false),
+            (96.0, 1, Success, 1, true),
+            (100.0, 0, Abort, 0, false),
+            (110.0, 2, Success, 1, true),
+            (180.0, 0, Success, 1, false),
+            (280.0, 0, Abort, 1, false),
+            (379.0, 0, Success, 2, true),
+        ]
+    );
+}
+
+#[test]
+fn a_hook_can_finish_a_job_after_a_successful_round() {
+    let mut rec = Recorder {
+        finish_j0_early: true,
+        ..Recorder::default()
+    };
+    let r = run_with_hooks(
+        &scenario(),
+        &config(),
+        &PolicyRegistry::builtin(),
+        &mut rec,
+        |_, _| {},
+    )
+    .unwrap();
+    // J0 stops after its first round, at 180, instead of running its second.
+    assert_eq!((r.jobs[0].finish_s, r.jobs[0].rounds), (Some(180.0), 1));
+    assert_eq!(r.summary.finished, 3);
+    assert_eq!(r.summary.end_time_s, 180.0);
 }

@@ -223,7 +223,7 @@ async fn rounds_loop(
         *server_state = st;
         *shared.global.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(new_global);
         let row = RoundRow {
-            wall_s: opts.t0.elapsed().as_secs_f64(),
+            time_s: opts.t0.elapsed().as_secs_f64(),
             round: r,
             attempts,
             accuracy: eval.accuracy,

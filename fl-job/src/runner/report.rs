@@ -7,8 +7,11 @@ use std::path::PathBuf;
 /// One aggregated round.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RoundRow {
-    /// Seconds since the experiment started.
-    pub wall_s: f64,
+    /// Seconds since the experiment started: wall-clock seconds in a live run
+    /// (`venn-lab run`, `fl-job`), virtual seconds on the simulated clock (`venn-lab sim`).
+    /// Read back from older CSVs under its former name `wall_s`.
+    #[serde(alias = "wall_s")]
+    pub time_s: f64,
     /// Round number.
     pub round: u32,
     /// Attempts it took (aborts + 1).
@@ -95,6 +98,6 @@ impl JobReport {
         self.rounds
             .iter()
             .find(|r| r.accuracy >= accuracy)
-            .map(|r| r.wall_s)
+            .map(|r| r.time_s)
     }
 }

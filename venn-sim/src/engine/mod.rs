@@ -60,6 +60,10 @@
 //!   jobs are left out of the JCT averages and reported in
 //!   [`Summary::admission`].
 //!
+//! - **Hooks** ([`hooks`]): a driver may add work at every dispatch, returned result
+//!   and round close — `venn-lab sim` trains real models there — and may end a job
+//!   after a successful round. The JCT-only simulator runs with [`NoHooks`].
+//!
 //! # Performance
 //!
 //! The heap holds small `Copy` events ([`events::Event`], 48 bytes); the
@@ -71,6 +75,7 @@ pub mod admission;
 pub mod config;
 mod error;
 pub mod events;
+pub mod hooks;
 pub mod policies;
 pub mod result;
 pub mod setup;
@@ -78,6 +83,7 @@ pub mod sim;
 
 pub use config::SimConfig;
 pub use error::SimError;
+pub use hooks::{AfterClose, Dispatch, NoHooks, RoundClose, SimHooks, TaskResult};
 pub use result::{JobRecord, Perf, SimResult, Summary};
 pub use setup::{DeviceTable, SimInput, SimJob};
-pub use sim::{run, run_with_progress, run_with_registry};
+pub use sim::{run, run_with_hooks, run_with_progress, run_with_registry};

@@ -162,6 +162,10 @@ pub struct SimJob {
     pub row: JobRow,
     /// The core requirement built from the row's spec.
     pub requirement: Requirement,
+    /// Results that close a round early; `None` (traces): `ceil(demand ×
+    /// min_response_fraction)`. A driver whose jobs over-commit (`venn-lab sim`: demand =
+    /// target × over-commit, closing at a fraction of the target) sets it.
+    pub close_at: Option<u32>,
 }
 
 /// Everything a run reads, prepared once and shared by many runs.
@@ -215,6 +219,7 @@ impl SimInput {
                 Ok(SimJob {
                     requirement: requirement_for(&catalog.specs, &row)?,
                     row,
+                    close_at: None,
                 })
             })
             .collect::<Result<Vec<_>, SimError>>()?;

@@ -19,6 +19,7 @@ use super::admission::{AdmissionMode, AdmissionRun, AdmissionSummary};
 use super::config::{DEFAULT_REPLICAS, SimConfig};
 use super::error::SimError;
 use super::events::{EventKind, EventQueue};
+use super::hooks::{AfterClose, Dispatch, NoHooks, RoundClose, SimHooks, TaskResult};
 use super::result::{JobRecord, Perf, SimResult, Summary};
 use super::setup::SimInput;
 use venn_traces::ReplayOptions;
@@ -64,8 +65,9 @@ enum Admit {
     Evicted,
 }
 
-struct Engine<'a> {
+struct Engine<'a, H: SimHooks> {
     input: &'a SimInput,
+    hooks: &'a mut H,
     cfg: &'a SimConfig,
     rm: ResourceManager,
     queue: EventQueue,
@@ -104,6 +106,18 @@ pub fn run_with_registry(
     input: &SimInput,
     cfg: &SimConfig,
     registry: &PolicyRegistry,
+    progress: impl FnMut(u64, u64),
+) -> Result<SimResult, SimError> {
+    run_with_hooks(input, cfg, registry, &mut NoHooks, progress)
+}
+
+/// Like [`run_with_registry`], calling `hooks` at every dispatch, returned result and
+/// round close ([`SimHooks`]).
+pub fn run_with_hooks<H: SimHooks>(
+    input: &SimInput,
+    cfg: &SimConfig,
+    registry: &PolicyRegistry,
+    hooks: &mut H,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<SimResult, SimError> {
     cfg.validate()?;
@@ -115,6 +129,7 @@ pub fn run_with_registry(
     let rm = super::policies::manager(&cfg.policy, cfg.manager(), registry)?;
     let mut e = Engine {
         input,
+        hooks,
         cfg,
         rm,
         queue: EventQueue::with_capacity(1 << 16),
@@ -223,7 +238,7 @@ fn eligible_rates(input: &SimInput, window_s: f64) -> [f64; 9] {
     n.map(|c| c as f64 / window_s)
 }
 
-impl Engine<'_> {
+impl<H: SimHooks> Engine<'_, H> {
     fn check_in(&mut self, device: u64, slot: u32, now: f64, online_until: f64) {
         self.s.check_ins += 1;
         if let Some(a) = &mut self.adm {
@@ -247,6 +262,16 @@ impl Engine<'_> {
         };
         let end = start + profile.task_seconds(run.cost);
         let ok = end <= online_until;
+        self.hooks.on_dispatch(&Dispatch {
+            job: j,
+            round: round.0,
+            attempt: run.attempt,
+            device,
+            check_in_s: now,
+            start_s: start,
+            end_s: if ok { end } else { online_until },
+            returns: ok,
+        });
         self.queue.push(
             if ok { end } else { online_until },
             EventKind::TaskEnd {
@@ -306,6 +331,13 @@ impl Engine<'_> {
                         self.rm
                             .task_finished(core, round, DeviceId(device), Time(now))?;
                         self.s.results += 1;
+                        self.hooks.on_result(&TaskResult {
+                            job: j,
+                            round: round.0,
+                            attempt,
+                            device,
+                            time_s: now,
+                        });
                         let run = &mut self.runs[j];
                         run.results += 1;
                         if run.results >= run.need {
@@ -444,7 +476,9 @@ impl Engine<'_> {
         run.open = true;
         run.assigned = 0;
         run.results = 0;
-        run.need = ((f64::from(row.demand) * row.min_response_fraction).ceil() as u32).max(1);
+        run.need = self.input.jobs[j].close_at.unwrap_or_else(|| {
+            ((f64::from(row.demand) * row.min_response_fraction).ceil() as u32).max(1)
+        });
         let attempt = run.attempt;
         self.queue.push(
             deadline,
@@ -465,11 +499,24 @@ impl Engine<'_> {
         run.open = false;
         run.sched_delay += rec.scheduling_delay();
         run.response_collection += rec.response_collection();
+        let rounds_done = run.rounds_done + u32::from(outcome == RoundOutcome::Success);
+        let last = outcome == RoundOutcome::Success && rounds_done >= run.target;
+        let after = self.hooks.on_round_close(&RoundClose {
+            job: j,
+            round: run.round,
+            attempt: run.attempt,
+            outcome,
+            time_s: now,
+            record: &rec,
+            rounds_done,
+            last,
+        })?;
+        let run = &mut self.runs[j];
         match outcome {
             RoundOutcome::Success => {
                 self.s.rounds_succeeded += 1;
                 run.rounds_done += 1;
-                if run.rounds_done >= run.target {
+                if run.rounds_done >= run.target || after == AfterClose::Finish {
                     run.finish = Some(now);
                     let state = self.rm.job_finished(core, Time(now))?;
                     self.runs[j].fair_share = state.fair_share_jct;

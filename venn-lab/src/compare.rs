@@ -1,0 +1,229 @@
+//! One experiment under several policies, side by side: per job and policy the final
+//! accuracy, the time to each accuracy threshold and the JCT; speed-ups over the first
+//! policy; and one accuracy plot per job with a curve per policy.
+//!
+//! Speed-ups compare like with like: a policy's time-to-accuracy speed-up over the
+//! baseline is the ratio of the two mean times over the jobs that reached the threshold
+//! under both (JCT: over the jobs both finished), with the number of such jobs.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use fl_job::plot::{Panel, Series, accuracy_grid_png, accuracy_png_with};
+
+use crate::results::{Clock, LabResult};
+
+/// Seconds per displayed unit and the unit's name.
+fn unit(clock: Clock) -> (f64, &'static str) {
+    match clock {
+        Clock::Wall => (1.0, "s"),
+        Clock::Virtual => (3600.0, "h"),
+    }
+}
+
+/// `base`'s and `other`'s mean of `f` over the jobs where both have a value, and how many.
+fn paired(
+    base: &LabResult,
+    other: &LabResult,
+    f: impl Fn(&crate::results::JobOutcome) -> Option<f64>,
+) -> Option<(f64, f64, usize)> {
+    let (mut b, mut o, mut n) = (0.0, 0.0, 0usize);
+    for jb in &base.jobs {
+        let Some(jo) = other.jobs.iter().find(|j| j.name == jb.name) else {
+            continue;
+        };
+        if let (Some(x), Some(y)) = (f(jb), f(jo)) {
+            b += x;
+            o += y;
+            n += 1;
+        }
+    }
+    (n > 0).then(|| (b / n as f64, o / n as f64, n))
+}
+
+fn thresholds(results: &[LabResult]) -> Vec<f64> {
+    results
+        .first()
+        .map(|r| r.avg_tta_s.iter().map(|(a, _, _)| *a).collect())
+        .unwrap_or_default()
+}
+
+/// The comparison as text: the per-job table, then the speed-ups over the first policy.
+pub fn comparison_table(results: &[LabResult]) -> String {
+    let mut s = String::new();
+    let Some(base) = results.first() else {
+        return s;
+    };
+    let (u, uname) = unit(base.clock);
+    let ths = thresholds(results);
+    let w = base
+        .jobs
+        .iter()
+        .map(|j| j.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let pw = results
+        .iter()
+        .map(|r| r.policy.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let mut head = format!("{:<w$} {:<pw$} {:>9}", "job", "policy", "final acc");
+    for a in &ths {
+        let _ = write!(head, " {:>11}", format!("TTA {:.0}% {uname}", a * 100.0));
+    }
+    let _ = write!(head, " {:>9}", format!("JCT {uname}"));
+    let _ = writeln!(s, "{head}");
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.2}", x / u));
+    for jb in &base.jobs {
+        for (k, r) in results.iter().enumerate() {
+            let Some(j) = r.jobs.iter().find(|j| j.name == jb.name) else {
+                continue;
+            };
+            let mut line = format!(
+                "{:<w$} {:<pw$} {:>9}",
+                if k == 0 { j.name.as_str() } else { "" },
+                r.policy,
+                j.final_accuracy
+                    .map_or("-".into(), |a| format!("{:.1}%", a * 100.0))
+            );
+            for a in &ths {
+                let _ = write!(line, " {:>11}", f(j.time_to_accuracy(*a)));
+            }
+            let _ = write!(line, " {:>9}", f(j.jct_s));
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nspeed-ups over {} (ratio of mean times over the jobs both reached; jobs in brackets)",
+        base.policy
+    );
+    let mut head = format!("{:<pw$} {:>12}", "policy", "JCT");
+    for a in &ths {
+        let _ = write!(head, " {:>12}", format!("TTA {:.0}%", a * 100.0));
+    }
+    let _ = write!(head, " {:>22}", "final acc vs base, pt");
+    let _ = writeln!(s, "{head}");
+    for r in results {
+        let sp = |p: Option<(f64, f64, usize)>| {
+            p.map_or("-".to_string(), |(b, o, n)| {
+                if o > 0.0 {
+                    format!("{:.2}x ({n})", b / o)
+                } else {
+                    format!("- ({n})")
+                }
+            })
+        };
+        let mut line = format!("{:<pw$} {:>12}", r.policy, sp(paired(base, r, |j| j.jct_s)));
+        for a in &ths {
+            let _ = write!(
+                line,
+                " {:>12}",
+                sp(paired(base, r, |j| j.time_to_accuracy(*a)))
+            );
+        }
+        let diffs: Vec<f64> = base
+            .jobs
+            .iter()
+            .filter_map(|jb| {
+                let jo = r.jobs.iter().find(|j| j.name == jb.name)?;
+                Some((jo.final_accuracy? - jb.final_accuracy?) * 100.0)
+            })
+            .collect();
+        let worst = diffs.iter().copied().fold(f64::INFINITY, f64::min);
+        let mean = diffs.iter().sum::<f64>() / diffs.len().max(1) as f64;
+        let _ = write!(
+            line,
+            " {:>22}",
+            if diffs.is_empty() {
+                "-".to_string()
+            } else {
+                format!("mean {mean:+.1}, worst {worst:+.1}")
+            }
+        );
+        let _ = writeln!(s, "{line}");
+    }
+    s
+}
+
+/// Writes `compare.txt` (the table), `compare.csv` (one row per job and policy),
+/// `compare/<job>.png` (a curve per policy) and `compare.png` (all jobs' panels in one
+/// grid) into `out`; returns the table.
+pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<String> {
+    let text = comparison_table(results);
+    std::fs::create_dir_all(out.join("compare"))?;
+    std::fs::write(out.join("compare.txt"), &text)?;
+    let ths = thresholds(results);
+    let mut csv = String::from("job,policy,finished,rounds,final_accuracy,jct_s");
+    for a in &ths {
+        let _ = write!(csv, ",tta_{:.0}_s", a * 100.0);
+    }
+    csv.push('\n');
+    let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+    let Some(base) = results.first() else {
+        std::fs::write(out.join("compare.csv"), csv)?;
+        return Ok(text);
+    };
+    let (secs, axis) = base.clock.axis();
+    let mut panels = Vec::new();
+    for jb in &base.jobs {
+        let mut series = Vec::new();
+        for r in results {
+            let Some(j) = r.jobs.iter().find(|j| j.name == jb.name) else {
+                continue;
+            };
+            let _ = write!(
+                csv,
+                "{},{},{},{},{},{}",
+                j.name,
+                r.policy,
+                j.finished,
+                j.rounds,
+                f(j.final_accuracy),
+                f(j.jct_s)
+            );
+            for a in &ths {
+                let _ = write!(csv, ",{}", f(j.time_to_accuracy(*a)));
+            }
+            csv.push('\n');
+            series.push(Series {
+                name: r.policy.clone(),
+                points: j
+                    .history
+                    .iter()
+                    .map(|h| (h.time_s / secs, h.accuracy * 100.0))
+                    .collect(),
+            });
+        }
+        accuracy_png_with(
+            &out.join("compare")
+                .join(format!("{}.png", safe_name(&jb.name))),
+            &format!("{} — {}", base.name, jb.name),
+            axis,
+            &series,
+        )
+        .map_err(std::io::Error::other)?;
+        panels.push(Panel {
+            title: jb.name.clone(),
+            series,
+        });
+    }
+    accuracy_grid_png(&out.join("compare.png"), axis, 4, &panels).map_err(std::io::Error::other)?;
+    std::fs::write(out.join("compare.csv"), csv)?;
+    Ok(text)
+}
+
+/// `name` with every character but ASCII letters, digits, `-` and `_` replaced by `_`.
+pub(crate) fn safe_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,392 @@
+//! `venn-lab sim`: an experiment on the simulator's virtual clock with real training.
+//!
+//! The experiment TOML is the one `venn-lab run` reads. Devices follow an availability
+//! trace (the synthetic diurnal generator or a trace file), with capacity and eligibility
+//! from the shipped FedScale/AI-Benchmark tables, exactly as `venn-sim` loads them. The
+//! simulator's engine ([`venn_sim::engine`]) drives `venn-core` on the virtual clock:
+//! check-ins, scheduling, dispatch noise, task durations
+//! (`workload_s × ms_per_sample / 78 + comm_s × 13736 / kbps`), drop-offs at session end
+//! and round close are its, unchanged. Through its hooks ([`venn_sim::engine::SimHooks`])
+//! this module learns which devices' results each successful round aggregated, and the
+//! [`training`] pool trains exactly those devices, for real, on their FEMNIST writers
+//! (device `d` owns train writers `(d × W + k) mod n`, `k < W`, as in `device-agent`;
+//! with more devices than writers, writers are reused), aggregates with the task's
+//! `aggregate` and evaluates on the job's held-out writers. Rows carry **virtual** seconds
+//! since the start (`devices.start_s` on the trace's clock).
+//!
+//! Differences from a live run, by design: `max_minutes` bounds wall time spent training;
+//! a job stops at its `rounds` or at `target_accuracy`, never after `max_attempts`
+//! aborts (the engine retries until the horizon, `[sim] horizon_h`);
+//! `devices.drop_fraction` and `compress` do not apply (drop-offs come from the trace).
+
+pub mod input;
+pub mod training;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use datasets::Femnist;
+use device_agent::agent::AgentStats;
+use fl_job::runner::RoundRow;
+use fl_job::task::Registry;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use venn_core::{PolicyRegistry, RoundOutcome};
+use venn_sim::engine::{AfterClose, RoundClose, SimError, SimHooks, TaskResult};
+
+use crate::config::LabConfig;
+use crate::results::{Clock, JobOutcome, LabResult};
+use crate::run::{LabError, held_out, job_csv};
+use training::{RoundWork, TrainJob, Trainer};
+
+/// What the virtual-clock run adds to a [`LabResult`].
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct VirtualStats {
+    /// Training threads.
+    pub threads: usize,
+    /// Virtual hours from the start to the last event.
+    pub virtual_h: f64,
+    /// Wall seconds the engine took (scheduling only; training overlaps it).
+    pub engine_wall_s: f64,
+    /// Results that reached an open round.
+    pub results: u64,
+    /// Results that arrived after their round closed.
+    pub stragglers: u64,
+    /// Tasks lost because the device went offline first.
+    pub tasks_failed: u64,
+    /// Round attempts that succeeded / were aborted (and retried).
+    pub rounds_succeeded: u64,
+    /// Aborted round attempts.
+    pub rounds_aborted: u64,
+    /// Samples trained, over all jobs (participants' local data).
+    pub samples_trained: u64,
+    /// Samples trained per wall second of the whole run.
+    pub samples_per_s: f64,
+    /// Thread-seconds in local training and in evaluation.
+    pub train_thread_s: f64,
+    /// Thread-seconds in evaluation.
+    pub eval_thread_s: f64,
+    /// Peak resident memory of the process, MiB (Linux; `None` elsewhere).
+    pub peak_rss_mib: Option<f64>,
+    /// Training per job, to hold against `fl-job bench` for the same model.
+    pub jobs: Vec<JobTrainStats>,
+}
+
+/// One job's training in a virtual-clock run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct JobTrainStats {
+    /// Job name.
+    pub name: String,
+    /// Task and its parameters (model and width).
+    pub task: String,
+    /// Local trainings.
+    pub trainings: u64,
+    /// Samples trained.
+    pub samples: u64,
+    /// Thread-seconds spent training them.
+    pub train_thread_s: f64,
+    /// `samples / train_thread_s`: one thread's training speed, as `fl-job bench` measures
+    /// it with one rayon thread.
+    pub samples_per_thread_s: f64,
+}
+
+/// The engine's hooks: collect each attempt's reporting devices, hand successful rounds
+/// to the trainer, and stop a job at its target accuracy.
+struct LabHooks<'t> {
+    /// `None` for a schedule-only run.
+    trainer: Option<&'t Trainer>,
+    /// Each job's successful rounds as scheduled (accuracy filled in by training).
+    rows: Vec<Vec<RoundRow>>,
+    start_s: f64,
+    pending: Vec<Vec<u64>>,
+    attempts: Vec<u32>,
+    target: Vec<Option<f64>>,
+}
+
+impl SimHooks for LabHooks<'_> {
+    fn on_result(&mut self, r: &TaskResult) {
+        self.pending[r.job].push(r.device);
+    }
+
+    fn on_round_close(&mut self, c: &RoundClose<'_>) -> Result<AfterClose, SimError> {
+        let j = c.job;
+        let participants = std::mem::take(&mut self.pending[j]);
+        if c.outcome == RoundOutcome::Abort {
+            self.attempts[j] += 1;
+            return Ok(AfterClose::Continue);
+        }
+        let round = c.rounds_done - 1;
+        let row = RoundRow {
+            time_s: c.time_s - self.start_s,
+            round,
+            attempts: self.attempts[j],
+            accuracy: f64::NAN,
+            loss: f64::NAN,
+            participants: participants.len() as u32,
+            stragglers: c.record.assigned.saturating_sub(participants.len() as u32),
+            scheduling_delay_s: c.record.scheduling_delay(),
+            response_collection_s: c.record.response_collection(),
+        };
+        self.attempts[j] = 1;
+        self.rows[j].push(row.clone());
+        let Some(trainer) = self.trainer else {
+            return Ok(AfterClose::Continue);
+        };
+        trainer.submit(
+            j,
+            RoundWork {
+                round,
+                participants,
+                row,
+            },
+        );
+        // Only a job that stops at a target accuracy makes the engine wait for training.
+        match self.target[j] {
+            Some(t) if !c.last => match trainer.wait_accuracy(j, round) {
+                Some(a) if a >= t => Ok(AfterClose::Finish),
+                _ => Ok(AfterClose::Continue),
+            },
+            _ => Ok(AfterClose::Continue),
+        }
+    }
+}
+
+/// What a virtual-clock run needs besides its config.
+pub struct VirtualOptions<'a> {
+    /// Builds the config's policy (built-ins plus any custom ones).
+    pub policies: &'a PolicyRegistry,
+    /// Builds the jobs' tasks (built-ins plus any custom ones).
+    pub tasks: &'a Registry,
+    /// FEMNIST main set: the devices' train writers and the held-out test writers.
+    pub data: Arc<Femnist>,
+    /// Folder of the device tables (capacity, eligibility, specs).
+    pub traces_dir: &'a Path,
+    /// Set to stop training early (Ctrl-C); partial results are written.
+    pub cancel: &'a AtomicBool,
+    /// Show a progress bar over virtual time.
+    pub progress: bool,
+    /// False: simulate the schedule only (JCT, rounds; no training, no accuracy) — to size
+    /// an experiment before paying for its training.
+    pub train: bool,
+}
+
+/// Runs `cfg` under its policy on the virtual clock and writes `jobs/*.csv`,
+/// `accuracy.png`, `tta.csv` and `summary.json` into `out`. Training stops early when
+/// `opts.cancel` is set or after `max_minutes` of wall time.
+pub fn run_virtual(
+    cfg: &LabConfig,
+    out: &Path,
+    opts: VirtualOptions<'_>,
+) -> Result<LabResult, LabError> {
+    let VirtualOptions {
+        policies,
+        tasks,
+        data,
+        traces_dir,
+        cancel,
+        progress,
+        train,
+    } = opts;
+    let setup = |e: String| LabError::Setup(e);
+    let t0 = Instant::now();
+    std::fs::create_dir_all(out.join("jobs"))
+        .map_err(|e| setup(format!("{}: {e}", out.display())))?;
+    if cfg.devices.drop_fraction > 0.0 {
+        tracing::warn!(
+            drop_fraction = cfg.devices.drop_fraction,
+            "devices.drop_fraction does not apply on the virtual clock: devices drop off when their traced session ends"
+        );
+    }
+    let sim_input = input::sim_input(cfg, traces_dir)?;
+    let sim_cfg = input::sim_config(cfg);
+    let mut jobs = Vec::with_capacity(cfg.jobs.len());
+    for lj in &cfg.jobs {
+        let task = tasks
+            .build(&lj.job.task, &lj.job.params)
+            .map_err(|e| setup(format!("job {}: {e}", lj.job.name)))?;
+        jobs.push(TrainJob {
+            task,
+            seed: lj.job.seed,
+            test: held_out(&data, lj.job.eval_writers),
+        });
+    }
+    let trainer = if train {
+        Some(Trainer::new(
+            jobs,
+            data,
+            cfg.devices.writers_per_device,
+            cfg.sim.threads,
+        )?)
+    } else {
+        None
+    };
+    let n = cfg.jobs.len();
+    let mut hooks = LabHooks {
+        trainer: trainer.as_ref(),
+        rows: vec![Vec::new(); n],
+        start_s: cfg.devices.start_s,
+        pending: vec![Vec::new(); n],
+        attempts: vec![1; n],
+        target: cfg.jobs.iter().map(|j| j.job.target_accuracy).collect(),
+    };
+    let engine_t = Instant::now();
+    let sim =
+        venn_sim::engine::run_with_hooks(&sim_input, &sim_cfg, policies, &mut hooks, |_, _| {})
+            .map_err(|e| setup(format!("simulation: {e}")))?;
+    let engine_wall_s = engine_t.elapsed().as_secs_f64();
+    let scheduled = std::mem::take(&mut hooks.rows);
+    drop(hooks);
+    let virtual_end = (sim.summary.end_time_s - cfg.devices.start_s).max(0.0);
+    tracing::info!(
+        engine_wall_s,
+        virtual_h = virtual_end / 3600.0,
+        "schedule simulated; training"
+    );
+
+    let bar = progress.then(|| {
+        let b = ProgressBar::new((virtual_end / 3600.0).ceil().max(1.0) as u64);
+        b.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} virtual h trained  {msg}",
+            )
+            .expect("valid template"),
+        );
+        b.enable_steady_tick(Duration::from_millis(200));
+        b
+    });
+    let limit = Duration::from_secs_f64(cfg.max_minutes * 60.0);
+    let mut stopped_early: Option<String> = None;
+    let threads = trainer.as_ref().map_or(0, Trainer::threads);
+    let trained = match trainer {
+        Some(trainer) => trainer.finish(|t| {
+            if stopped_early.is_none() {
+                if cancel.load(Ordering::SeqCst) {
+                    stopped_early = Some("cancelled".into());
+                    t.cancel();
+                } else if t0.elapsed() > limit {
+                    stopped_early = Some("time limit".into());
+                    t.cancel();
+                }
+            }
+            if let Some(b) = &bar {
+                let (done, total, front) = t.progress();
+                b.set_position((front.unwrap_or(virtual_end) / 3600.0) as u64);
+                let secs = t0.elapsed().as_secs_f64().max(1e-9);
+                b.set_message(format!(
+                    "{done}/{total} rounds, {:.0} samples/s",
+                    t.samples() as f64 / secs
+                ));
+            }
+        }),
+        None => scheduled
+            .into_iter()
+            .map(|rows| training::JobTraining {
+                rows,
+                ..Default::default()
+            })
+            .collect(),
+    };
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let wall_s = t0.elapsed().as_secs_f64();
+
+    let mut outcomes = Vec::with_capacity(n);
+    let mut stats = VirtualStats {
+        threads,
+        virtual_h: virtual_end / 3600.0,
+        engine_wall_s,
+        results: sim.summary.results,
+        stragglers: sim.summary.stragglers,
+        tasks_failed: sim.summary.tasks_failed,
+        rounds_succeeded: sim.summary.rounds_succeeded,
+        rounds_aborted: sim.summary.rounds_aborted,
+        ..VirtualStats::default()
+    };
+    let mut devices = AgentStats {
+        check_ins: sim.summary.check_ins,
+        assignments: sim.summary.assignments,
+        dropped: sim.summary.tasks_failed,
+        dropped_session_end: sim.summary.tasks_failed,
+        ..AgentStats::default()
+    };
+    for (i, (lj, t)) in cfg.jobs.iter().zip(trained).enumerate() {
+        let rec = &sim.jobs[i];
+        write_rows(&job_csv(out, &lj.job.name), &t.rows)?;
+        stats.samples_trained += t.samples;
+        stats.train_thread_s += t.train_s;
+        stats.eval_thread_s += t.eval_s;
+        devices.trainings += t.trainings;
+        stats.jobs.push(JobTrainStats {
+            name: lj.job.name.clone(),
+            task: format!("{} {}", lj.job.task, lj.job.params),
+            trainings: t.trainings,
+            samples: t.samples,
+            train_thread_s: t.train_s,
+            samples_per_thread_s: t.samples as f64 / t.train_s.max(1e-9),
+        });
+        devices.samples_trained += t.samples;
+        devices.training_seconds += t.train_s;
+        devices.updates_uploaded += t
+            .rows
+            .iter()
+            .map(|r| u64::from(r.participants))
+            .sum::<u64>();
+        let complete = rec.finish_s.is_some() && t.error.is_none();
+        let error = match (&t.error, rec.finish_s) {
+            (Some(e), _) => Some(e.clone()),
+            (None, None) => Some(format!(
+                "unfinished: {} of {} rounds by the {:.0} h horizon",
+                rec.rounds, rec.rounds_target, cfg.sim.horizon_h
+            )),
+            (None, Some(_)) => None,
+        };
+        outcomes.push(JobOutcome {
+            name: lj.job.name.clone(),
+            arrival_s: lj.arrival_s,
+            finished: complete,
+            jct_s: complete.then_some(rec.jct_s),
+            rounds: t.rows.len(),
+            // A schedule-only run has no accuracy (NaN in its rows).
+            final_accuracy: t.rows.last().map(|r| r.accuracy).filter(|a| a.is_finite()),
+            history: t.rows,
+            error,
+        });
+    }
+    stats.samples_per_s = stats.samples_trained as f64 / wall_s.max(1e-9);
+    stats.peak_rss_mib = peak_rss_mib();
+    let mut result = LabResult::new(
+        cfg,
+        cfg.policy.name(),
+        outcomes,
+        devices,
+        wall_s,
+        stopped_early,
+    );
+    result.clock = Clock::Virtual;
+    result.simulation = Some(stats);
+    result
+        .write(out)
+        .map_err(|e| setup(format!("{}: {e}", out.display())))?;
+    Ok(result)
+}
+
+/// Writes a job's rows as CSV (the format `venn-lab run` appends).
+fn write_rows(path: &Path, rows: &[RoundRow]) -> Result<(), LabError> {
+    let err = |e: &dyn std::fmt::Display| LabError::Setup(format!("{}: {e}", path.display()));
+    let mut w = csv::Writer::from_path(path).map_err(|e| err(&e))?;
+    for r in rows {
+        w.serialize(r).map_err(|e| err(&e))?;
+    }
+    w.flush().map_err(|e| err(&e))
+}
+
+/// Peak resident set size of this process (`VmHWM`), MiB.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}

@@ -1,0 +1,457 @@
+//! Real training behind the virtual clock: a bounded pool of threads that trains each
+//! successful round's participants from the job's global weights of that round,
+//! aggregates their updates with the task's `aggregate` and evaluates the result.
+//!
+//! Scheduling does not depend on the weights, so the engine never waits for training
+//! except where a result decides what happens next (a job with a target accuracy stops
+//! when a round reaches it). Each job is a chain of rounds: round `k + 1` trains from the
+//! weights round `k` produced, while different jobs' chains, and the participants within
+//! a round, train in parallel. Every input of a training — global weights, the device's
+//! FEMNIST writers, a seed derived from (job seed, round, device) — is fixed by the
+//! simulation, and updates are aggregated in the order their results arrived on the
+//! virtual clock, so the same seed gives the same bytes whatever the thread count.
+//!
+//! Burn's own parallel kernels run on the same rayon pool as the trainings (nested
+//! parallelism is stolen, not oversubscribed), so `threads` bounds the CPU used.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use datasets::{Femnist, Samples};
+use fl_job::runner::RoundRow;
+use fl_job::task::{FlTask, ServerState};
+use venn_core::rng::derive_seed;
+
+use crate::run::LabError;
+
+/// One successful round handed to the trainer by the engine.
+#[derive(Debug, Clone)]
+pub struct RoundWork {
+    /// The job's successful rounds before this one (0-based round number).
+    pub round: u32,
+    /// Devices whose results the round aggregates, in arrival order.
+    pub participants: Vec<u64>,
+    /// The CSV row, accuracy and loss to be filled in by evaluation.
+    pub row: RoundRow,
+}
+
+/// One job as the trainer sees it.
+pub struct TrainJob {
+    /// The task.
+    pub task: Arc<dyn FlTask>,
+    /// Seed of the initial weights and of every local training.
+    pub seed: u64,
+    /// Held-out samples evaluated after each round.
+    pub test: Samples,
+}
+
+/// What the trainer did for one job.
+#[derive(Debug, Clone, Default)]
+pub struct JobTraining {
+    /// Evaluated rounds, in order.
+    pub rows: Vec<RoundRow>,
+    /// Why the job's training stopped early, if it did.
+    pub error: Option<String>,
+    /// Samples trained on (every participant's local data, over its epochs and steps).
+    pub samples: u64,
+    /// Local trainings.
+    pub trainings: u64,
+    /// Thread-seconds spent in local training.
+    pub train_s: f64,
+    /// Thread-seconds spent in evaluation.
+    pub eval_s: f64,
+}
+
+/// A job's chain of rounds.
+#[derive(Default)]
+struct Chain {
+    global: Arc<Vec<u8>>,
+    server: ServerState,
+    queue: VecDeque<RoundWork>,
+    /// A round of this job is training or aggregating.
+    busy: bool,
+    /// Rows in round order; `evaluated[k]` says whether row `k` has its accuracy.
+    rows: Vec<RoundRow>,
+    evaluated: Vec<bool>,
+    evals_pending: usize,
+    out: JobTraining,
+}
+
+struct Slot {
+    job: TrainJob,
+    chain: Mutex<Chain>,
+}
+
+struct Shared {
+    slots: Vec<Slot>,
+    data: Arc<Femnist>,
+    writers_per_device: usize,
+    cancel: AtomicBool,
+    /// Notified whenever a chain goes idle, a round is evaluated or a job fails.
+    changed: Condvar,
+    changed_lock: Mutex<()>,
+    samples: AtomicU64,
+}
+
+/// A round in flight: its participants' updates as they finish.
+struct InFlight {
+    job: usize,
+    work: RoundWork,
+    global: Arc<Vec<u8>>,
+    updates: Mutex<Vec<Option<(Vec<u8>, u64)>>>,
+    remaining: AtomicUsize,
+    failed: Mutex<Option<String>>,
+}
+
+/// The pool and the jobs' chains.
+pub struct Trainer {
+    pool: rayon::ThreadPool,
+    shared: Arc<Shared>,
+    threads: usize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic in a training thread must not wedge the run: the data stays usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Trainer {
+    /// A pool of `threads` threads (0 = one per core) for `jobs`, whose devices train on
+    /// `data`'s train writers: device `d` owns writers `(d × W + k) mod n`, `k < W`.
+    /// Builds every job's initial weights.
+    pub fn new(
+        jobs: Vec<TrainJob>,
+        data: Arc<Femnist>,
+        writers_per_device: usize,
+        threads: usize,
+    ) -> Result<Self, LabError> {
+        if data.train.is_empty() {
+            return Err(LabError::Setup("the data set has no train writers".into()));
+        }
+        if writers_per_device == 0 {
+            return Err(LabError::Setup(
+                "devices.writers_per_device must be at least 1".into(),
+            ));
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("venn-lab-train-{i}"))
+            .build()
+            .map_err(|e| LabError::Setup(format!("training threads: {e}")))?;
+        let threads = pool.current_num_threads();
+        let mut slots = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let init = pool
+                .install(|| job.task.init(job.seed))
+                .map_err(|e| LabError::Setup(format!("initial weights: {e}")))?;
+            slots.push(Slot {
+                job,
+                chain: Mutex::new(Chain {
+                    global: Arc::new(init),
+                    ..Chain::default()
+                }),
+            });
+        }
+        Ok(Trainer {
+            pool,
+            shared: Arc::new(Shared {
+                slots,
+                data,
+                writers_per_device,
+                cancel: AtomicBool::new(false),
+                changed: Condvar::new(),
+                changed_lock: Mutex::new(()),
+                samples: AtomicU64::new(0),
+            }),
+            threads,
+        })
+    }
+
+    /// Threads in the pool.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Queues a successful round of `job`; it trains once the job's earlier rounds have.
+    pub fn submit(&self, job: usize, work: RoundWork) {
+        let mut c = lock(&self.shared.slots[job].chain);
+        if c.out.error.is_some() {
+            return;
+        }
+        c.queue.push_back(work);
+        if !c.busy {
+            start_next(&self.shared, Some(&self.pool), job, &mut c);
+        }
+    }
+
+    /// Waits for round `round` of `job` to be evaluated; its accuracy, or `None` if the
+    /// job's training failed or was cancelled first.
+    pub fn wait_accuracy(&self, job: usize, round: u32) -> Option<f64> {
+        let k = round as usize;
+        loop {
+            let g = lock(&self.shared.changed_lock);
+            {
+                let c = lock(&self.shared.slots[job].chain);
+                if c.evaluated.get(k).copied().unwrap_or(false) {
+                    return Some(c.rows[k].accuracy);
+                }
+                if c.out.error.is_some() || (!c.busy && c.queue.is_empty() && c.rows.len() <= k) {
+                    return None;
+                }
+            }
+            drop(
+                self.shared
+                    .changed
+                    .wait_timeout(g, Duration::from_millis(100))
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+        }
+    }
+
+    /// Stops taking new work: rounds not yet started are dropped, and the job reports
+    /// why.
+    pub fn cancel(&self) {
+        self.shared.cancel.store(true, Ordering::SeqCst);
+    }
+
+    /// Samples trained so far, over all jobs.
+    pub fn samples(&self) -> u64 {
+        self.shared.samples.load(Ordering::Relaxed)
+    }
+
+    /// For the progress display: (rounds evaluated, rounds submitted, the virtual time
+    /// (seconds since the start) up to which every job's submitted rounds are evaluated,
+    /// or `None` when all are).
+    pub fn progress(&self) -> (usize, usize, Option<f64>) {
+        let (mut done, mut total, mut front) = (0, 0, None::<f64>);
+        for s in &self.shared.slots {
+            let c = lock(&s.chain);
+            let evaluated = c.evaluated.iter().filter(|e| **e).count();
+            done += evaluated;
+            total += c.rows.len() + c.queue.len();
+            let first_open = c
+                .evaluated
+                .iter()
+                .position(|e| !e)
+                .map(|k| c.rows[k].time_s)
+                .or_else(|| c.queue.front().map(|w| w.row.time_s));
+            if let Some(t) = first_open
+                && c.out.error.is_none()
+            {
+                front = Some(front.map_or(t, |f: f64| f.min(t)));
+            }
+        }
+        (done, total, front)
+    }
+
+    /// Waits until every submitted round is trained and evaluated (or the run is
+    /// cancelled and in-flight work has drained), calling `tick` about every 200 ms, and
+    /// returns each job's rows and counters.
+    pub fn finish(self, mut tick: impl FnMut(&Trainer)) -> Vec<JobTraining> {
+        loop {
+            let idle = self.shared.slots.iter().all(|s| {
+                let c = lock(&s.chain);
+                !c.busy && (c.queue.is_empty() || c.out.error.is_some()) && c.evals_pending == 0
+            });
+            if idle {
+                break;
+            }
+            tick(&self);
+            let g = lock(&self.shared.changed_lock);
+            drop(
+                self.shared
+                    .changed
+                    .wait_timeout(g, Duration::from_millis(200))
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+        }
+        tick(&self);
+        let cancelled = self.shared.cancel.load(Ordering::SeqCst);
+        self.shared
+            .slots
+            .iter()
+            .map(|s| {
+                let mut c = lock(&s.chain);
+                let mut out = std::mem::take(&mut c.out);
+                let n = c.evaluated.iter().take_while(|e| **e).count();
+                out.rows = c.rows[..n].to_vec();
+                if out.error.is_none() && cancelled && !c.queue.is_empty() {
+                    out.error = Some("cancelled".into());
+                }
+                out
+            })
+            .collect()
+    }
+}
+
+fn notify(shared: &Shared) {
+    let _g = lock(&shared.changed_lock);
+    shared.changed.notify_all();
+}
+
+/// Runs `f` on the trainer's pool: `pool` from outside it (the engine's thread); `None`
+/// from one of its own threads, where `rayon::spawn` targets the current pool.
+fn spawn(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() + Send + 'static) {
+    match pool {
+        Some(p) => p.spawn(f),
+        None => rayon::spawn(f),
+    }
+}
+
+/// Starts the job's next queued round (the chain is locked and idle).
+fn start_next(shared: &Arc<Shared>, pool: Option<&rayon::ThreadPool>, job: usize, c: &mut Chain) {
+    if shared.cancel.load(Ordering::SeqCst) {
+        if !c.queue.is_empty() && c.out.error.is_none() {
+            c.out.error = Some("cancelled".into());
+        }
+        c.busy = false;
+        return;
+    }
+    let Some(work) = c.queue.pop_front() else {
+        c.busy = false;
+        return;
+    };
+    c.busy = true;
+    let n = work.participants.len();
+    let round = Arc::new(InFlight {
+        job,
+        global: c.global.clone(),
+        updates: Mutex::new(vec![None; n]),
+        remaining: AtomicUsize::new(n),
+        failed: Mutex::new(None),
+        work,
+    });
+    if n == 0 {
+        // Nothing to train (a round can succeed at its deadline only with results, so
+        // this is defensive): aggregate nothing, keep the weights.
+        let shared = shared.clone();
+        spawn(pool, move || finish_round(&shared, &round));
+        return;
+    }
+    for i in 0..n {
+        let (shared, round) = (shared.clone(), round.clone());
+        spawn(pool, move || train_one(&shared, &round, i));
+    }
+}
+
+/// Trains participant `i` of `round`; the last one to finish aggregates.
+fn train_one(shared: &Arc<Shared>, round: &Arc<InFlight>, i: usize) {
+    let slot = &shared.slots[round.job];
+    let device = round.work.participants[i];
+    let n = shared.data.train.len();
+    let w = shared.writers_per_device;
+    let first = (device as usize).wrapping_mul(w);
+    let seed = derive_seed(
+        slot.job.seed,
+        derive_seed(u64::from(round.work.round), device),
+    );
+    let t = Instant::now();
+    let result = if w == 1 {
+        slot.job
+            .task
+            .train(&round.global, shared.data.train[first % n].view(), seed)
+    } else {
+        let own = Samples::from_writers((0..w).map(|k| &shared.data.train[(first + k) % n]));
+        slot.job.task.train(&round.global, own.view(), seed)
+    };
+    let secs = t.elapsed().as_secs_f64();
+    match result {
+        Ok(up) => {
+            let trained = trained_samples(&up);
+            shared.samples.fetch_add(trained, Ordering::Relaxed);
+            {
+                let mut c = lock(&slot.chain);
+                c.out.samples += trained;
+                c.out.trainings += 1;
+                c.out.train_s += secs;
+            }
+            lock(&round.updates)[i] = Some((up.weights, up.samples));
+        }
+        Err(e) => {
+            lock(&round.failed)
+                .get_or_insert_with(|| format!("round {}: device {device}: {e}", round.work.round));
+        }
+    }
+    if round.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        finish_round(shared, round);
+    }
+}
+
+/// Samples a local training went through, as the task reports them (its local data).
+fn trained_samples(up: &fl_job::task::LocalUpdate) -> u64 {
+    up.samples
+}
+
+/// Aggregates a trained round, queues its evaluation and starts the job's next round.
+fn finish_round(shared: &Arc<Shared>, round: &Arc<InFlight>) {
+    let job = round.job;
+    let slot = &shared.slots[job];
+    let failed = lock(&round.failed).take();
+    let updates: Vec<(Vec<u8>, u64)> = std::mem::take(&mut *lock(&round.updates))
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut server = std::mem::take(&mut lock(&slot.chain).server);
+    let next = match failed {
+        Some(e) => Err(e),
+        None if updates.is_empty() => Ok((*round.global).clone()),
+        None => slot
+            .job
+            .task
+            .aggregate(&round.global, &updates, &mut server)
+            .map_err(|e| format!("round {}: aggregate: {e}", round.work.round)),
+    };
+    drop(updates);
+    let mut c = lock(&slot.chain);
+    c.server = server;
+    match next {
+        Ok(weights) => {
+            let weights = Arc::new(weights);
+            c.global = weights.clone();
+            let k = c.rows.len();
+            c.rows.push(round.work.row.clone());
+            c.evaluated.push(false);
+            c.evals_pending += 1;
+            let sh = shared.clone();
+            spawn(None, move || evaluate(&sh, job, k, &weights));
+            // The next round may start before this one is evaluated.
+            start_next(shared, None, job, &mut c);
+        }
+        Err(e) => {
+            tracing::error!(job, error = %e, "training failed; the job stops");
+            c.out.error = Some(e);
+            c.busy = false;
+            c.queue.clear();
+        }
+    }
+    drop(c);
+    notify(shared);
+}
+
+/// Evaluates round `k`'s weights and fills in its row.
+fn evaluate(shared: &Arc<Shared>, job: usize, k: usize, weights: &[u8]) {
+    let slot = &shared.slots[job];
+    let t = Instant::now();
+    let r = slot.job.task.evaluate(weights, slot.job.test.view());
+    let secs = t.elapsed().as_secs_f64();
+    let mut c = lock(&slot.chain);
+    c.evals_pending -= 1;
+    c.out.eval_s += secs;
+    match r {
+        Ok(st) => {
+            c.rows[k].accuracy = st.accuracy;
+            c.rows[k].loss = st.loss;
+            c.evaluated[k] = true;
+        }
+        Err(e) => {
+            c.out
+                .error
+                .get_or_insert_with(|| format!("round {k}: evaluate: {e}"));
+            c.queue.clear();
+        }
+    }
+    drop(c);
+    notify(shared);
+}

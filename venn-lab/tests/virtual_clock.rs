@@ -1,0 +1,186 @@
+//! `venn-lab sim` end to end on the shipped `scripts/experiments/virtual-quick.toml`:
+//! three ResNet-18 jobs really train on FEMNIST writers while the simulator schedules 80
+//! trace-driven devices on the virtual clock. Accuracy must rise, time-to-accuracy must be
+//! computed, a rerun with another thread count must write byte-identical CSVs, and the
+//! schedule must not depend on training (a schedule-only run gives the same rounds).
+//!
+//! Needs the shared FEMNIST copy and trace tables (skipped, with a printed reason,
+//! without them). Run in `--release`: it trains.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use fl_job::task::Registry;
+use venn_core::PolicyRegistry;
+use venn_lab::sim::VirtualOptions;
+use venn_lab::{LabConfig, LabResult, run_virtual};
+
+fn config_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments/virtual-quick.toml")
+}
+
+fn inputs() -> Option<(Arc<datasets::Femnist>, PathBuf)> {
+    let (Ok(femnist), Some(traces)) = (datasets::locate(None), venn_traces::shared_traces_dir())
+    else {
+        eprintln!("SKIPPED: shared FEMNIST or trace tables not found (set VENN_DATA_DIR)");
+        return None;
+    };
+    let data = datasets::Femnist::load(&femnist, datasets::WriterSet::Main).unwrap();
+    Some((Arc::new(data), traces))
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("venn-virtual-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn run(
+    cfg: &LabConfig,
+    data: &Arc<datasets::Femnist>,
+    traces: &Path,
+    out: &Path,
+    train: bool,
+) -> LabResult {
+    let cancel = AtomicBool::new(false);
+    run_virtual(
+        cfg,
+        out,
+        VirtualOptions {
+            policies: &PolicyRegistry::builtin(),
+            tasks: &Registry::with_builtins(),
+            data: data.clone(),
+            traces_dir: traces,
+            cancel: &cancel,
+            progress: false,
+            train,
+        },
+    )
+    .unwrap()
+}
+
+fn csvs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir.join("jobs"))
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn virtual_quick_trains_for_real_and_is_deterministic_across_threads() {
+    let Some((data, traces)) = inputs() else {
+        return;
+    };
+    let mut cfg = LabConfig::load(&config_path()).unwrap();
+    cfg.sim.threads = 1;
+    let one = out_dir("t1");
+    let r1 = run(&cfg, &data, &traces, &one, true);
+    cfg.sim.threads = 2;
+    let two = out_dir("t2");
+    let r2 = run(&cfg, &data, &traces, &two, true);
+
+    // Same seed, other thread count: the same bytes.
+    let (c1, c2) = (csvs(&one), csvs(&two));
+    assert_eq!(c1.len(), 3);
+    assert_eq!(c1, c2, "CSVs differ between 1 and 2 training threads");
+
+    for j in &r1.jobs {
+        assert!(j.finished, "{} did not finish: {:?}", j.name, j.error);
+        assert_eq!(j.rounds, j.history.len());
+        let first = j.history.first().unwrap().accuracy;
+        let best = j.history.iter().map(|r| r.accuracy).fold(0.0, f64::max);
+        assert!(
+            best > first + 0.05,
+            "{}: accuracy did not rise: {:?}",
+            j.name,
+            j.history.iter().map(|r| r.accuracy).collect::<Vec<_>>()
+        );
+        // Rows are on the virtual clock: after the job's arrival, hours apart, while
+        // the whole run takes seconds of wall time.
+        assert!(j.history.iter().all(|r| r.time_s >= j.arrival_s));
+        assert!(j.history.windows(2).all(|w| w[1].time_s > w[0].time_s));
+        assert!(j.jct_s.unwrap() > r1.wall_s);
+    }
+    // Time-to-accuracy is computed for the thresholds every job reached.
+    let (threshold, mean, reached) = r1.avg_tta_s[0];
+    assert_eq!(threshold, 0.1);
+    assert!(reached >= 2 && mean.unwrap() > 0.0, "{:?}", r1.avg_tta_s);
+    let sim = r1.simulation.as_ref().unwrap();
+    assert_eq!(sim.threads, 1);
+    assert!(sim.samples_trained > 0 && sim.train_thread_s > 0.0);
+    assert_eq!(r2.simulation.as_ref().unwrap().threads, 2);
+    for f in ["summary.json", "tta.csv", "accuracy.png"] {
+        assert!(one.join(f).is_file(), "{f} missing");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(one.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["clock"], "virtual");
+
+    // The schedule does not depend on training: a schedule-only run closes the same
+    // rounds at the same virtual times with the same participants.
+    let dry = out_dir("dry");
+    let rd = run(&cfg, &data, &traces, &dry, false);
+    for (a, b) in r1.jobs.iter().zip(&rd.jobs) {
+        assert_eq!(a.jct_s, b.jct_s, "{}", a.name);
+        let key = |j: &venn_lab::JobOutcome| {
+            j.history
+                .iter()
+                .map(|r| (r.time_s.to_bits(), r.participants, r.attempts))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(key(a), key(b), "{}", a.name);
+        assert!(b.final_accuracy.is_none());
+    }
+
+    // Two policies side by side: the table, the CSV and a plot per job.
+    let cmp = out_dir("cmp");
+    let text = venn_lab::compare::write_comparison(&cmp, &[r1.clone(), rd.clone()]).unwrap();
+    assert!(text.contains("speed-ups over venn"), "{text}");
+    let rows = std::fs::read_to_string(cmp.join("compare.csv")).unwrap();
+    assert_eq!(rows.lines().count(), 1 + 2 * 3, "{rows}");
+    for j in &r1.jobs {
+        assert!(
+            cmp.join("compare")
+                .join(format!("{}.png", j.name))
+                .is_file()
+        );
+    }
+    assert!(cmp.join("compare.png").is_file());
+    for d in [one, two, dry, cmp] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn always_online_devices_cannot_be_simulated() {
+    let Some((data, traces)) = inputs() else {
+        return;
+    };
+    let mut cfg = LabConfig::load(&config_path()).unwrap();
+    cfg.devices.availability = venn_lab::AvailabilitySource::Always;
+    let cancel = AtomicBool::new(false);
+    let e = run_virtual(
+        &cfg,
+        &out_dir("always"),
+        VirtualOptions {
+            policies: &PolicyRegistry::builtin(),
+            tasks: &Registry::with_builtins(),
+            data,
+            traces_dir: &traces,
+            cancel: &cancel,
+            progress: false,
+            train: false,
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("availability"), "{e}");
+}

@@ -95,12 +95,15 @@ struct Shared {
     samples: AtomicU64,
 }
 
+/// A trained update and its FedAvg weight (the device's sample count).
+type Update = (Vec<u8>, u64);
+
 /// A round in flight: its participants' updates as they finish.
 struct InFlight {
     job: usize,
     work: RoundWork,
     global: Arc<Vec<u8>>,
-    updates: Mutex<Vec<Option<(Vec<u8>, u64)>>>,
+    updates: Mutex<Vec<Option<Update>>>,
     remaining: AtomicUsize,
     failed: Mutex<Option<String>>,
 }
@@ -389,7 +392,7 @@ fn finish_round(shared: &Arc<Shared>, round: &Arc<InFlight>) {
     let job = round.job;
     let slot = &shared.slots[job];
     let failed = lock(&round.failed).take();
-    let updates: Vec<(Vec<u8>, u64)> = std::mem::take(&mut *lock(&round.updates))
+    let updates: Vec<Update> = std::mem::take(&mut *lock(&round.updates))
         .into_iter()
         .flatten()
         .collect();

@@ -2,6 +2,10 @@
 //! accuracy, the time to each accuracy threshold and the JCT; speed-ups over the first
 //! policy; and one accuracy plot per job with a curve per policy.
 //!
+//! One round's accuracy is a noisy figure (a few hundred test samples, and non-IID
+//! participants move the model by many points from round to round), so beside the final
+//! accuracy the table shows the mean over the last [`TAIL_ROUNDS`] rounds.
+//!
 //! Speed-ups compare like with like: a policy's time-to-accuracy speed-up over the
 //! baseline is the ratio of the two mean times over the jobs that reached the threshold
 //! under both (JCT: over the jobs both finished), with the number of such jobs.
@@ -11,7 +15,23 @@ use std::path::Path;
 
 use fl_job::plot::{Panel, Series, accuracy_grid_png, accuracy_png_with};
 
-use crate::results::{Clock, LabResult};
+use crate::results::{Clock, JobOutcome, LabResult};
+
+/// Rounds averaged for the steadier end-of-run accuracy.
+pub const TAIL_ROUNDS: usize = 3;
+
+/// Mean accuracy over a job's last [`TAIL_ROUNDS`] rounds (fewer if it ran fewer).
+pub fn tail_accuracy(j: &JobOutcome) -> Option<f64> {
+    let tail: Vec<f64> = j
+        .history
+        .iter()
+        .rev()
+        .take(TAIL_ROUNDS)
+        .map(|r| r.accuracy)
+        .filter(|a| a.is_finite())
+        .collect();
+    (!tail.is_empty()).then(|| tail.iter().sum::<f64>() / tail.len() as f64)
+}
 
 /// Seconds per displayed unit and the unit's name.
 fn unit(clock: Clock) -> (f64, &'static str) {
@@ -25,7 +45,7 @@ fn unit(clock: Clock) -> (f64, &'static str) {
 fn paired(
     base: &LabResult,
     other: &LabResult,
-    f: impl Fn(&crate::results::JobOutcome) -> Option<f64>,
+    f: impl Fn(&JobOutcome) -> Option<f64>,
 ) -> Option<(f64, f64, usize)> {
     let (mut b, mut o, mut n) = (0.0, 0.0, 0usize);
     for jb in &base.jobs {
@@ -69,7 +89,13 @@ pub fn comparison_table(results: &[LabResult]) -> String {
         .max()
         .unwrap_or(0)
         .max(6);
-    let mut head = format!("{:<w$} {:<pw$} {:>9}", "job", "policy", "final acc");
+    let mut head = format!(
+        "{:<w$} {:<pw$} {:>9} {:>10}",
+        "job",
+        "policy",
+        "final acc",
+        format!("last {TAIL_ROUNDS}")
+    );
     for a in &ths {
         let _ = write!(head, " {:>11}", format!("TTA {:.0}% {uname}", a * 100.0));
     }
@@ -81,12 +107,13 @@ pub fn comparison_table(results: &[LabResult]) -> String {
             let Some(j) = r.jobs.iter().find(|j| j.name == jb.name) else {
                 continue;
             };
+            let pct = |a: Option<f64>| a.map_or("-".into(), |a| format!("{:.1}%", a * 100.0));
             let mut line = format!(
-                "{:<w$} {:<pw$} {:>9}",
+                "{:<w$} {:<pw$} {:>9} {:>10}",
                 if k == 0 { j.name.as_str() } else { "" },
                 r.policy,
-                j.final_accuracy
-                    .map_or("-".into(), |a| format!("{:.1}%", a * 100.0))
+                pct(j.final_accuracy),
+                pct(tail_accuracy(j))
             );
             for a in &ths {
                 let _ = write!(line, " {:>11}", f(j.time_to_accuracy(*a)));
@@ -104,7 +131,12 @@ pub fn comparison_table(results: &[LabResult]) -> String {
     for a in &ths {
         let _ = write!(head, " {:>12}", format!("TTA {:.0}%", a * 100.0));
     }
-    let _ = write!(head, " {:>22}", "final acc vs base, pt");
+    let _ = write!(
+        head,
+        " {:>26} {:>26}",
+        "final acc vs base, pt",
+        format!("last {TAIL_ROUNDS} vs base, pt")
+    );
     let _ = writeln!(s, "{head}");
     for r in results {
         let sp = |p: Option<(f64, f64, usize)>| {
@@ -124,28 +156,37 @@ pub fn comparison_table(results: &[LabResult]) -> String {
                 sp(paired(base, r, |j| j.time_to_accuracy(*a)))
             );
         }
-        let diffs: Vec<f64> = base
-            .jobs
-            .iter()
-            .filter_map(|jb| {
-                let jo = r.jobs.iter().find(|j| j.name == jb.name)?;
-                Some((jo.final_accuracy? - jb.final_accuracy?) * 100.0)
-            })
-            .collect();
-        let worst = diffs.iter().copied().fold(f64::INFINITY, f64::min);
-        let mean = diffs.iter().sum::<f64>() / diffs.len().max(1) as f64;
-        let _ = write!(
-            line,
-            " {:>22}",
-            if diffs.is_empty() {
-                "-".to_string()
-            } else {
-                format!("mean {mean:+.1}, worst {worst:+.1}")
-            }
-        );
+        for acc in [
+            (|j: &JobOutcome| j.final_accuracy) as fn(&JobOutcome) -> Option<f64>,
+            tail_accuracy,
+        ] {
+            let _ = write!(line, " {:>26}", accuracy_change(base, r, acc));
+        }
         let _ = writeln!(s, "{line}");
     }
     s
+}
+
+/// Mean and worst per-job change of `acc` from `base` to `other`, in points.
+fn accuracy_change(
+    base: &LabResult,
+    other: &LabResult,
+    acc: fn(&JobOutcome) -> Option<f64>,
+) -> String {
+    let diffs: Vec<f64> = base
+        .jobs
+        .iter()
+        .filter_map(|jb| {
+            let jo = other.jobs.iter().find(|j| j.name == jb.name)?;
+            Some((acc(jo)? - acc(jb)?) * 100.0)
+        })
+        .collect();
+    if diffs.is_empty() {
+        return "-".into();
+    }
+    let worst = diffs.iter().copied().fold(f64::INFINITY, f64::min);
+    let mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
+    format!("mean {mean:+.1}, worst {worst:+.1}")
 }
 
 /// Writes `compare.txt` (the table), `compare.csv` (one row per job and policy),
@@ -156,7 +197,7 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
     std::fs::create_dir_all(out.join("compare"))?;
     std::fs::write(out.join("compare.txt"), &text)?;
     let ths = thresholds(results);
-    let mut csv = String::from("job,policy,finished,rounds,final_accuracy,jct_s");
+    let mut csv = String::from("job,policy,finished,rounds,final_accuracy,tail_accuracy,jct_s");
     for a in &ths {
         let _ = write!(csv, ",tta_{:.0}_s", a * 100.0);
     }
@@ -176,12 +217,13 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
             };
             let _ = write!(
                 csv,
-                "{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{}",
                 j.name,
                 r.policy,
                 j.finished,
                 j.rounds,
                 f(j.final_accuracy),
+                f(tail_accuracy(j)),
                 f(j.jct_s)
             );
             for a in &ths {

@@ -31,6 +31,7 @@ fn font_available() -> bool {
 }
 
 /// One curve: a name and (minutes, accuracy %) points.
+#[derive(Debug, Clone)]
 pub struct Series {
     /// Legend text.
     pub name: String,
@@ -51,60 +52,14 @@ pub fn accuracy_png_with(
     series: &[Series],
 ) -> Result<(), FlError> {
     let err = |e: String| FlError::Config(format!("plot {}: {e}", path.display()));
-    let text = font_available();
-    let x_max = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .fold(1.0f64, f64::max);
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let mut builder = ChartBuilder::on(&root);
-    builder
-        .margin(20)
-        .x_label_area_size(45)
-        .y_label_area_size(55);
-    if text {
-        builder.caption(title, ("sans-serif", 22));
-    }
-    let mut chart = builder
-        .build_cartesian_2d(0.0..x_max * 1.02, 0.0..100.0)
-        .map_err(|e| err(e.to_string()))?;
-    let mut mesh = chart.configure_mesh();
-    if text {
-        mesh.x_desc(x_desc).y_desc("test accuracy (%)");
-    } else {
-        mesh.x_labels(0).y_labels(0);
-    }
-    mesh.draw().map_err(|e| err(e.to_string()))?;
-    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK, CYAN];
-    for (i, s) in series.iter().enumerate() {
-        let color = colors[i % colors.len()];
-        let line = chart
-            .draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(|e| err(e.to_string()))?;
-        if text {
-            line.label(s.name.clone()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        }
-        chart
-            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| err(e.to_string()))?;
-    }
-    if text {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(|e| err(e.to_string()))?;
-    }
-    root.present().map_err(|e| err(e.to_string()))?;
-    Ok(())
+    let panel = Panel {
+        title: title.to_string(),
+        series: series.to_vec(),
+    };
+    draw_panel(&root, &panel, x_desc, x_max(series), &LARGE).map_err(err)?;
+    root.present().map_err(|e| err(e.to_string()))
 }
 
 /// One panel of a grid: a title and its curves.
@@ -124,61 +79,119 @@ pub fn accuracy_grid_png(
     panels: &[Panel],
 ) -> Result<(), FlError> {
     let err = |e: String| FlError::Config(format!("plot {}: {e}", path.display()));
-    let text = font_available();
     let columns = columns.clamp(1, panels.len().max(1));
     let rows = panels.len().div_ceil(columns).max(1);
-    let x_max = panels
-        .iter()
-        .flat_map(|p| p.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
-        .fold(1e-9f64, f64::max);
-    let (w, h) = (420 * columns as u32, 300 * rows as u32);
-    let root = BitMapBackend::new(path, (w, h)).into_drawing_area();
+    let all: Vec<Series> = panels.iter().flat_map(|p| p.series.clone()).collect();
+    let x_max = x_max(&all);
+    let root =
+        BitMapBackend::new(path, (420 * columns as u32, 300 * rows as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK, CYAN];
     for (area, panel) in root.split_evenly((rows, columns)).iter().zip(panels) {
-        let mut builder = ChartBuilder::on(area);
-        builder
-            .margin(10)
-            .x_label_area_size(35)
-            .y_label_area_size(40);
+        draw_panel(area, panel, x_desc, x_max, &SMALL).map_err(err)?;
+    }
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+/// Sizes of a plot's parts: one large figure or a panel of a grid.
+struct Style {
+    margin: u32,
+    x_label_area: u32,
+    y_label_area: u32,
+    caption: u32,
+    legend_font: u32,
+    legend_line: i32,
+    y_desc: &'static str,
+    /// Circles on the points (a panel of a grid is too small for them).
+    markers: bool,
+}
+
+const LARGE: Style = Style {
+    margin: 20,
+    x_label_area: 45,
+    y_label_area: 55,
+    caption: 22,
+    legend_font: 15,
+    legend_line: 20,
+    y_desc: "test accuracy (%)",
+    markers: true,
+};
+
+const SMALL: Style = Style {
+    margin: 10,
+    x_label_area: 35,
+    y_label_area: 40,
+    caption: 15,
+    legend_font: 12,
+    legend_line: 15,
+    y_desc: "accuracy (%)",
+    markers: false,
+};
+
+/// The largest x over `series` (at least 1, so an empty plot still has an axis).
+fn x_max(series: &[Series]) -> f64 {
+    series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(1.0f64, f64::max)
+}
+
+/// Axes, curves and legend of `panel` on `area`, x from 0 to `x_max`.
+fn draw_panel(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    panel: &Panel,
+    x_desc: &str,
+    x_max: f64,
+    style: &Style,
+) -> Result<(), String> {
+    let text = font_available();
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .margin(style.margin)
+        .x_label_area_size(style.x_label_area)
+        .y_label_area_size(style.y_label_area);
+    if text {
+        builder.caption(&panel.title, ("sans-serif", style.caption));
+    }
+    let mut chart = builder
+        .build_cartesian_2d(0.0..x_max * 1.02, 0.0..100.0)
+        .map_err(|e| e.to_string())?;
+    let mut mesh = chart.configure_mesh();
+    if text {
+        mesh.x_desc(x_desc).y_desc(style.y_desc);
+    } else {
+        mesh.x_labels(0).y_labels(0);
+    }
+    mesh.draw().map_err(|e| e.to_string())?;
+    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK, CYAN];
+    for (i, s) in panel.series.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        let len = style.legend_line;
+        let line = chart
+            .draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?;
         if text {
-            builder.caption(&panel.title, ("sans-serif", 15));
+            line.label(s.name.clone()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + len, y)], color.stroke_width(2))
+            });
         }
-        let mut chart = builder
-            .build_cartesian_2d(0.0..x_max * 1.02, 0.0..100.0)
-            .map_err(|e| err(e.to_string()))?;
-        let mut mesh = chart.configure_mesh();
-        if text {
-            mesh.x_desc(x_desc).y_desc("accuracy (%)");
-        } else {
-            mesh.x_labels(0).y_labels(0);
-        }
-        mesh.draw().map_err(|e| err(e.to_string()))?;
-        for (i, s) in panel.series.iter().enumerate() {
-            let color = colors[i % colors.len()];
-            let line = chart
-                .draw_series(LineSeries::new(
-                    s.points.iter().copied(),
-                    color.stroke_width(2),
-                ))
-                .map_err(|e| err(e.to_string()))?;
-            if text {
-                line.label(s.name.clone()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 15, y)], color.stroke_width(2))
-                });
-            }
-        }
-        if text {
+        if style.markers {
             chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .label_font(("sans-serif", 12))
-                .position(SeriesLabelPosition::LowerRight)
-                .draw()
-                .map_err(|e| err(e.to_string()))?;
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| e.to_string())?;
         }
     }
-    root.present().map_err(|e| err(e.to_string()))?;
+    if text {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", style.legend_font))
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(|e| e.to_string())?;
+    }
     Ok(())
 }

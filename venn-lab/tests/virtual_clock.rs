@@ -161,26 +161,34 @@ fn virtual_quick_trains_for_real_and_is_deterministic_across_threads() {
 }
 
 #[test]
-fn always_online_devices_cannot_be_simulated() {
+fn what_the_virtual_clock_cannot_run_is_refused_by_name() {
     let Some((data, traces)) = inputs() else {
         return;
     };
+    let refuse = |cfg: &LabConfig| {
+        let cancel = AtomicBool::new(false);
+        run_virtual(
+            cfg,
+            &out_dir("refused"),
+            VirtualOptions {
+                policies: &PolicyRegistry::builtin(),
+                tasks: &Registry::with_builtins(),
+                data: data.clone(),
+                traces_dir: &traces,
+                cancel: &cancel,
+                progress: false,
+                train: false,
+            },
+        )
+        .unwrap_err()
+        .to_string()
+    };
     let mut cfg = LabConfig::load(&config_path()).unwrap();
     cfg.devices.availability = venn_lab::AvailabilitySource::Always;
-    let cancel = AtomicBool::new(false);
-    let e = run_virtual(
-        &cfg,
-        &out_dir("always"),
-        VirtualOptions {
-            policies: &PolicyRegistry::builtin(),
-            tasks: &Registry::with_builtins(),
-            data,
-            traces_dir: &traces,
-            cancel: &cancel,
-            progress: false,
-            train: false,
-        },
-    )
-    .unwrap_err();
-    assert!(e.to_string().contains("availability"), "{e}");
+    let e = refuse(&cfg);
+    assert!(e.contains("availability"), "{e}");
+    let mut cfg = LabConfig::load(&config_path()).unwrap();
+    cfg.admission = Some(Default::default());
+    let e = refuse(&cfg);
+    assert!(e.contains("[admission]"), "{e}");
 }

@@ -17,7 +17,8 @@
 //! Differences from a live run, by design: `max_minutes` bounds wall time spent training;
 //! a job stops at its `rounds` or at `target_accuracy`, never after `max_attempts`
 //! aborts (the engine retries until the horizon, `[sim] horizon_h`);
-//! `devices.drop_fraction` and `compress` do not apply (drop-offs come from the trace).
+//! `devices.drop_fraction` and `compress` do not apply (drop-offs come from the trace);
+//! `[admission]` is refused (the simulator's own admission runs are `venn-sim`'s).
 
 pub mod input;
 pub mod training;
@@ -193,6 +194,13 @@ pub fn run_virtual(
     let t0 = Instant::now();
     std::fs::create_dir_all(out.join("jobs"))
         .map_err(|e| setup(format!("{}: {e}", out.display())))?;
+    if cfg.admission.is_some() {
+        return Err(setup(
+            "[admission]: venn-lab sim does not run admission control; remove the table, or \
+             study admission with venn-sim --config scripts/sim/admission.toml"
+                .into(),
+        ));
+    }
     if cfg.devices.drop_fraction > 0.0 {
         tracing::warn!(
             drop_fraction = cfg.devices.drop_fraction,

@@ -237,19 +237,17 @@ fn config_errors_name_the_file_and_key() {
     );
     let e = error("name = \"x\"\n[devices]\ncount = 4\ncolour = 1\n");
     assert!(e.contains("exp.toml") && e.contains("colour"), "{e}");
-    // The virtual clock's settings are checked too.
-    let e = error(&format!(
-        "name = \"x\"\n[sim]\nhorizon_h = 0\n[devices]\ncount = 4\n{job}deadline_s = 5\n"
-    ));
-    assert!(e.contains("sim.horizon_h"), "{e}");
-    let e = error(&format!(
-        "name = \"x\"\n[sim]\nthreds = 2\n[devices]\ncount = 4\n{job}deadline_s = 5\n"
-    ));
-    assert!(e.contains("threds"), "{e}");
-    let e = error(&format!(
-        "name = \"x\"\n[devices]\ncount = 4\n{job}deadline_s = 5\nworkload_s = -1\n"
-    ));
-    assert!(e.contains("jobs[0].workload_s"), "{e}");
+    // The virtual clock's settings are checked too: (sim table, job tail, what the error names).
+    for (sim, tail, key) in [
+        ("[sim]\nhorizon_h = 0\n", "", "sim.horizon_h"),
+        ("[sim]\nthreds = 2\n", "", "threds"),
+        ("", "workload_s = -1\n", "jobs[0].workload_s"),
+    ] {
+        let e = error(&format!(
+            "name = \"x\"\n{sim}[devices]\ncount = 4\n{job}deadline_s = 5\n{tail}"
+        ));
+        assert!(e.contains(key), "{key}: {e}");
+    }
     // A job without a statement is a config error while admission is on.
     let e = error(&format!(
         "name = \"x\"\n[admission]\n[devices]\ncount = 4\n{job}deadline_s = 5\n"

@@ -341,19 +341,24 @@ impl SimHooks for Recorder {
     }
 }
 
+/// Runs the scenario with `rec` as the engine's hooks.
+fn run_recorded(rec: &mut Recorder) -> venn_sim::engine::SimResult {
+    run_with_hooks(
+        &scenario(),
+        &config(),
+        &PolicyRegistry::builtin(),
+        rec,
+        |_, _| {},
+    )
+    .unwrap()
+}
+
 #[test]
 fn hooks_see_every_dispatch_result_and_close_without_changing_the_run() {
     use RoundOutcome::{Abort, Success};
     let plain = run(&scenario(), &config()).unwrap();
     let mut rec = Recorder::default();
-    let hooked = run_with_hooks(
-        &scenario(),
-        &config(),
-        &PolicyRegistry::builtin(),
-        &mut rec,
-        |_, _| {},
-    )
-    .unwrap();
+    let hooked = run_recorded(&mut rec);
     assert_eq!(
         format!("{:?}", hooked.jobs),
         format!("{:?}", plain.jobs),
@@ -403,14 +408,7 @@ fn a_hook_can_finish_a_job_after_a_successful_round() {
         finish_j0_early: true,
         ..Recorder::default()
     };
-    let r = run_with_hooks(
-        &scenario(),
-        &config(),
-        &PolicyRegistry::builtin(),
-        &mut rec,
-        |_, _| {},
-    )
-    .unwrap();
+    let r = run_recorded(&mut rec);
     // J0 stops after its first round, at 180, instead of running its second.
     assert_eq!((r.jobs[0].finish_s, r.jobs[0].rounds), (Some(180.0), 1));
     assert_eq!(r.summary.finished, 3);

@@ -57,7 +57,7 @@ pub struct VirtualStats {
     pub stragglers: u64,
     /// Tasks lost because the device went offline first.
     pub tasks_failed: u64,
-    /// Round attempts that succeeded / were aborted (and retried).
+    /// Round attempts that succeeded.
     pub rounds_succeeded: u64,
     /// Aborted round attempts.
     pub rounds_aborted: u64,
@@ -65,7 +65,7 @@ pub struct VirtualStats {
     pub samples_trained: u64,
     /// Samples trained per wall second of the whole run.
     pub samples_per_s: f64,
-    /// Thread-seconds in local training and in evaluation.
+    /// Thread-seconds in local training.
     pub train_thread_s: f64,
     /// Thread-seconds in evaluation.
     pub eval_thread_s: f64,
@@ -190,7 +190,7 @@ pub fn run_virtual(
         progress,
         train,
     } = opts;
-    let setup = |e: String| LabError::Setup(e);
+    let setup = LabError::Setup;
     let t0 = Instant::now();
     std::fs::create_dir_all(out.join("jobs"))
         .map_err(|e| setup(format!("{}: {e}", out.display())))?;

@@ -362,7 +362,8 @@ fn train_one(shared: &Arc<Shared>, round: &Arc<InFlight>, i: usize) {
     let secs = t.elapsed().as_secs_f64();
     match result {
         Ok(up) => {
-            let trained = trained_samples(&up);
+            // The task reports its local data size (FedAvg's weight) as samples trained.
+            let trained = up.samples;
             shared.samples.fetch_add(trained, Ordering::Relaxed);
             {
                 let mut c = lock(&slot.chain);
@@ -380,11 +381,6 @@ fn train_one(shared: &Arc<Shared>, round: &Arc<InFlight>, i: usize) {
     if round.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
         finish_round(shared, round);
     }
-}
-
-/// Samples a local training went through, as the task reports them (its local data).
-fn trained_samples(up: &fl_job::task::LocalUpdate) -> u64 {
-    up.samples
 }
 
 /// Aggregates a trained round, queues its evaluation and starts the job's next round.

@@ -49,10 +49,12 @@ pub enum LeafError {
         /// The second file holding it.
         second: PathBuf,
     },
-    /// No FEMNIST directory could be found.
-    #[error("FEMNIST data not found; tried: {tried}. Pass --data or set VENN_DATA")]
+    /// A flag or `$VENN_DATA` names a directory that holds no data of the kind asked for.
+    #[error(
+        "data not found: {tried}. Fix the flag or $VENN_DATA, or unset it to use the built-in data"
+    )]
     NotFound {
-        /// The candidate paths, comma separated.
+        /// The path given, and what it lacks.
         tried: String,
     },
 }

@@ -1,15 +1,13 @@
-//! The FEMNIST layout (`train/`, `test/`, `partial/`), finding it on disk, and its stats.
+//! The FEMNIST layout (`train/`, `test/`, `partial/`) and its stats.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
 use crate::error::LeafError;
 use crate::leaf::{Writer, read_leaf};
-
-/// Environment variable naming the data directory.
-pub const DATA_ENV: &str = "VENN_DATA";
+use crate::location::{DataKind, Located, locate_data};
 
 /// Which writers to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,6 +28,8 @@ pub struct Femnist {
     pub train: Vec<Writer>,
     /// Test parts, one per writer (a writer may lack one).
     pub test: Vec<Writer>,
+    /// Where the data was found, when it was opened with [`Femnist::open`].
+    pub source: Option<Located>,
 }
 
 /// Counts printed by `femnist stats`; other tools parse this JSON.
@@ -46,6 +46,17 @@ pub struct Stats {
 }
 
 impl Femnist {
+    /// Find FEMNIST by the lookup order ([`locate_data`]: `flag`, `$VENN_DATA`, a
+    /// downloaded set, `../shared/data`, the subset built in), say on stderr which one is
+    /// used, and load `set` from it, recording the source.
+    pub fn open(flag: Option<&Path>, set: WriterSet) -> Result<Self, LeafError> {
+        let found = locate_data(DataKind::Femnist, flag)?;
+        found.announce();
+        let mut data = Self::load(&found.path, set)?;
+        data.source = Some(found);
+        Ok(data)
+    }
+
     /// Load `root/train` and `root/test` (and/or `root/partial/{train,test}`).
     pub fn load(root: &Path, set: WriterSet) -> Result<Self, LeafError> {
         let mut dirs = Vec::new();
@@ -102,45 +113,4 @@ impl Femnist {
             classes: classes.len(),
         }
     }
-}
-
-/// `p` if it is a FEMNIST directory (has `train/`), else `p/femnist` if that is one.
-fn femnist_dir(p: &Path) -> Option<PathBuf> {
-    if p.join("train").is_dir() {
-        Some(p.to_path_buf())
-    } else if p.join("femnist").join("train").is_dir() {
-        Some(p.join("femnist"))
-    } else {
-        None
-    }
-}
-
-/// Find the FEMNIST directory.
-///
-/// Order: `flag` (a `--data` argument), then `$VENN_DATA`, then `../shared/data/femnist`
-/// relative to the current directory (the workspace root), then the same path beside the
-/// workspace this crate was built in. Each may name the FEMNIST directory itself or the
-/// shared data directory holding `femnist/`. An explicit flag or variable that does not
-/// point at data is an error rather than silently falling back.
-pub fn locate(flag: Option<&Path>) -> Result<PathBuf, LeafError> {
-    let explicit = flag
-        .map(Path::to_path_buf)
-        .or_else(|| std::env::var_os(DATA_ENV).map(PathBuf::from));
-    let candidates: Vec<PathBuf> = match explicit {
-        Some(p) => vec![p],
-        None => vec![
-            PathBuf::from("../shared/data/femnist"),
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/femnist"),
-        ],
-    };
-    candidates
-        .iter()
-        .find_map(|p| femnist_dir(p))
-        .ok_or_else(|| LeafError::NotFound {
-            tried: candidates
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
 }

@@ -254,8 +254,7 @@ impl FlTask for SoftmaxFedAvgM {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = datasets::locate(None)?;
-    let data = datasets::Femnist::load(&dir, datasets::WriterSet::Main)?;
+    let data = datasets::Femnist::open(None, datasets::WriterSet::Main)?;
     let task = SoftmaxFedAvgM::default();
     let test = datasets::Samples::from_writers(data.test.iter().rev().take(50));
     let mut global = task.init(0)?;

@@ -26,8 +26,9 @@ async fn main() -> anyhow::Result<()> {
     let cfg = LabConfig::load(&path)?;
     let mut registry = Registry::with_builtins();
     custom_task::register(&mut registry);
-    let dir = datasets::locate(cfg.data.as_deref()).context("finding FEMNIST")?;
-    let data = Arc::new(datasets::Femnist::load(&dir, datasets::WriterSet::Main)?);
+    let data = datasets::Femnist::open(cfg.data.as_deref(), datasets::WriterSet::Main)
+        .context("loading FEMNIST")?;
+    let data = Arc::new(data);
     let out = PathBuf::from("results")
         .join(&cfg.name)
         .join(cfg.policy.name());

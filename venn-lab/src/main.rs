@@ -187,9 +187,8 @@ async fn main() -> anyhow::Result<()> {
             let out =
                 out.unwrap_or_else(|| PathBuf::from("results").join(format!("{}-sim", cfg.name)));
             let data = load_data(&cfg)?;
-            let traces = venn_traces::shared_traces_dir().context(
-                "finding the device tables (set VENN_DATA_DIR to the folder holding traces/)",
-            )?;
+            let traces = venn_traces::locate_traces(None).context("finding the device tables")?;
+            traces.announce();
             let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let flag = cancel.clone();
             tokio::spawn(async move {
@@ -208,7 +207,7 @@ async fn main() -> anyhow::Result<()> {
                     policies: &PolicyRegistry::builtin(),
                     tasks: &Registry::with_builtins(),
                     data: data.clone(),
-                    traces_dir: &traces,
+                    traces: &traces,
                     cancel: &cancel,
                     progress: true,
                     train: !schedule_only,
@@ -271,10 +270,8 @@ async fn main() -> anyhow::Result<()> {
 }
 
 fn load_data(cfg: &LabConfig) -> anyhow::Result<Arc<datasets::Femnist>> {
-    let dir = datasets::locate(cfg.data.as_deref())
-        .context("finding FEMNIST (set --data in the config's `data` key or VENN_DATA)")?;
-    let data = datasets::Femnist::load(&dir, datasets::WriterSet::Main)
-        .with_context(|| format!("loading {}", dir.display()))?;
+    let data = datasets::Femnist::open(cfg.data.as_deref(), datasets::WriterSet::Main)
+        .context("loading FEMNIST (the config's `data` key, or $VENN_DATA)")?;
     Ok(Arc::new(data))
 }
 

@@ -2,6 +2,7 @@
 //! files written for them (summary JSON, TTA CSV, accuracy-vs-time PNG).
 
 use crate::config::LabConfig;
+use datasets::{Femnist, Located};
 use device_agent::agent::AgentStats;
 use fl_job::plot::{Series, accuracy_png_with};
 use fl_job::runner::{JobReport, RoundRow};
@@ -106,6 +107,36 @@ impl Clock {
     }
 }
 
+/// Which data an experiment ran on, recorded in `summary.json` so a result says whether
+/// it came from the built-in 80-writer subset, the shared set or a full download.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DataUsed {
+    /// Where FEMNIST was found (`None`: the caller built it in memory).
+    pub femnist: Option<Located>,
+    /// Writers loaded (train and test parts together).
+    pub writers: usize,
+    /// Train samples loaded.
+    pub train_samples: usize,
+    /// Test samples loaded.
+    pub test_samples: usize,
+    /// Where the device tables (capacity, eligibility, specs) were found.
+    pub traces: Option<Located>,
+}
+
+impl DataUsed {
+    /// The record for `data`, with the device tables from `traces`.
+    pub fn new(data: &Femnist, traces: Option<&Located>) -> Self {
+        let stats = data.stats();
+        DataUsed {
+            femnist: data.source.clone(),
+            writers: stats.writers,
+            train_samples: stats.train_samples,
+            test_samples: stats.test_samples,
+            traces: traces.cloned(),
+        }
+    }
+}
+
 /// The whole experiment under one policy.
 #[derive(Debug, Clone, Serialize)]
 pub struct LabResult {
@@ -127,6 +158,8 @@ pub struct LabResult {
     pub avg_tta_s: Vec<(f64, Option<f64>, usize)>,
     /// Per-job outcomes.
     pub jobs: Vec<JobOutcome>,
+    /// The data the run used.
+    pub data: DataUsed,
     /// Device-side counters.
     pub devices: AgentStats,
     /// The virtual-clock run's counters (`venn-lab sim` only).
@@ -166,6 +199,7 @@ impl LabResult {
             jobs_finished: jcts.len(),
             avg_tta_s,
             jobs,
+            data: DataUsed::default(),
             devices,
             clock: Clock::Wall,
             simulation: None,

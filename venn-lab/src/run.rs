@@ -2,7 +2,7 @@
 
 use crate::config::{AvailabilitySource, LabConfig};
 use crate::manager::LocalManager;
-use crate::results::{JobOutcome, LabResult};
+use crate::results::{DataUsed, JobOutcome, LabResult};
 use datasets::{Femnist, Samples};
 use device_agent::agent::{Agent, AgentConfig};
 use device_agent::availability::{Availability, SessionOptions};
@@ -56,10 +56,9 @@ pub async fn run_experiment(
     let (base, manager) = (local.url.clone(), local.manager.clone());
 
     let d = &cfg.devices;
-    let profiles = match venn_traces::shared_traces_dir() {
-        Some(dir) if dir.exists() => population::from_traces(&dir, d.count).map_err(setup)?,
-        _ => population::synthetic(d.count),
-    };
+    let traces = venn_traces::locate_traces(None).map_err(setup)?;
+    traces.announce();
+    let profiles = population::from_traces(&traces.path, d.count).map_err(setup)?;
     let availability = match &d.availability {
         AvailabilitySource::Always => Availability::AlwaysOnline,
         AvailabilitySource::Synthetic => Availability::synthetic(
@@ -166,7 +165,7 @@ pub async fn run_experiment(
     let _ = stop_agents_tx.send(());
     let agent_stats = agents.await.map_err(setup)?;
     local.stop().await;
-    let result = LabResult::new(
+    let mut result = LabResult::new(
         cfg,
         cfg.policy.name(),
         outcomes,
@@ -174,6 +173,7 @@ pub async fn run_experiment(
         t0.elapsed().as_secs_f64(),
         stopped_early.map(str::to_string),
     );
+    result.data = DataUsed::new(&data, Some(&traces));
     result.write(out).map_err(setup)?;
     Ok(result)
 }

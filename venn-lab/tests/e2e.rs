@@ -34,6 +34,7 @@ fn fixture(writers: usize, per_writer: usize) -> Femnist {
         }
     };
     Femnist {
+        source: None,
         train: (0..writers).map(|w| make(w, 0)).collect(),
         test: (0..writers).map(|w| make(w, 3)).collect(),
     }

@@ -15,19 +15,16 @@ use fl_job::task::Registry;
 use venn_core::PolicyRegistry;
 use venn_lab::sim::VirtualOptions;
 use venn_lab::{LabConfig, LabResult, run_virtual};
+use venn_traces::Located;
 
 fn config_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments/virtual-quick.toml")
 }
 
-fn inputs() -> Option<(Arc<datasets::Femnist>, PathBuf)> {
-    let (Ok(femnist), Some(traces)) = (datasets::locate(None), venn_traces::shared_traces_dir())
-    else {
-        eprintln!("SKIPPED: shared FEMNIST or trace tables not found (set VENN_DATA_DIR)");
-        return None;
-    };
-    let data = datasets::Femnist::load(&femnist, datasets::WriterSet::Main).unwrap();
-    Some((Arc::new(data), traces))
+/// FEMNIST and the device tables by the usual lookup (at worst, the built-in copies).
+fn inputs() -> (Arc<datasets::Femnist>, Located) {
+    let data = datasets::Femnist::open(None, datasets::WriterSet::Main).unwrap();
+    (Arc::new(data), venn_traces::locate_traces(None).unwrap())
 }
 
 fn out_dir(name: &str) -> PathBuf {
@@ -39,7 +36,7 @@ fn out_dir(name: &str) -> PathBuf {
 fn run(
     cfg: &LabConfig,
     data: &Arc<datasets::Femnist>,
-    traces: &Path,
+    traces: &Located,
     out: &Path,
     train: bool,
 ) -> LabResult {
@@ -51,7 +48,7 @@ fn run(
             policies: &PolicyRegistry::builtin(),
             tasks: &Registry::with_builtins(),
             data: data.clone(),
-            traces_dir: traces,
+            traces,
             cancel: &cancel,
             progress: false,
             train,
@@ -77,9 +74,7 @@ fn csvs(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn virtual_quick_trains_for_real_and_is_deterministic_across_threads() {
-    let Some((data, traces)) = inputs() else {
-        return;
-    };
+    let (data, traces) = inputs();
     let mut cfg = LabConfig::load(&config_path()).unwrap();
     cfg.sim.threads = 1;
     let one = out_dir("t1");
@@ -162,9 +157,7 @@ fn virtual_quick_trains_for_real_and_is_deterministic_across_threads() {
 
 #[test]
 fn what_the_virtual_clock_cannot_run_is_refused_by_name() {
-    let Some((data, traces)) = inputs() else {
-        return;
-    };
+    let (data, traces) = inputs();
     let refuse = |cfg: &LabConfig| {
         let cancel = AtomicBool::new(false);
         run_virtual(
@@ -174,7 +167,7 @@ fn what_the_virtual_clock_cannot_run_is_refused_by_name() {
                 policies: &PolicyRegistry::builtin(),
                 tasks: &Registry::with_builtins(),
                 data: data.clone(),
-                traces_dir: &traces,
+                traces: &traces,
                 cancel: &cancel,
                 progress: false,
                 train: false,

@@ -1,16 +1,13 @@
 //! The `venn-sim` binary end to end on a tiny trace and job file (using the
-//! shipped device tables; skipped when the shared data is absent).
+//! device tables found by the usual lookup: shared, or built in).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use venn_traces::shared_traces_dir;
+use venn_traces::locate_traces;
 
 fn setup(name: &str) -> Option<(PathBuf, PathBuf, PathBuf)> {
-    let Some(traces) = shared_traces_dir() else {
-        eprintln!("skipping: shared trace data not found (set VENN_DATA_DIR)");
-        return None;
-    };
+    let traces = locate_traces(None).unwrap().path;
     let dir = std::env::temp_dir().join(format!("venn-sim-cli-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // 3000 check-ins over 2 days, sessions 100-700 s.

@@ -1,7 +1,5 @@
-//! Loaders against the shipped trace files in `shared/data/traces`.
-//!
-//! Skips (with a printed reason) when the shared data is not present, so the
-//! crate still tests cleanly outside the project checkout.
+//! Loaders against the trace tables (the shared copy, or the one built in: the same
+//! bytes), checked against the counts their README documents.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,15 +7,12 @@ use std::path::PathBuf;
 use venn_traces::jobs::{CATALOG_FILE, WORKLOAD_CONFIGS_FILE, WORKLOAD_NAMES};
 use venn_traces::{
     DeviceCatalog, JobCatalog, JobGenOptions, JobTrace, SpecMask, WorkloadConfigs, generate_jobs,
-    resolve_workload, shared_traces_dir,
+    locate_traces, resolve_workload,
 };
 
 fn traces() -> Option<PathBuf> {
-    let d = shared_traces_dir();
-    if d.is_none() {
-        eprintln!("skipping: shared trace data not found (set VENN_DATA_DIR)");
-    }
-    d
+    // The tables are always found: at worst the copy built into the program.
+    Some(locate_traces(None).unwrap().path)
 }
 
 #[test]

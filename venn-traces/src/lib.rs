@@ -84,27 +84,15 @@ pub use jobs::{
 };
 pub use synthetic::{SyntheticOptions, SyntheticRows};
 
-use std::path::PathBuf;
+use std::path::Path;
 
-/// Environment variable that overrides where the shared data lives.
-pub const DATA_DIR_ENV: &str = "VENN_DATA_DIR";
+pub use datasets::{LeafError as DataError, Located};
 
-/// The shared data directory (holding `traces/`): `$VENN_DATA_DIR` if set,
-/// otherwise `../../shared/data` relative to this crate's manifest. Returns
-/// `None` when the directory does not exist, so tests can skip.
-pub fn shared_data_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os(DATA_DIR_ENV) {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-    };
-    dir.is_dir().then_some(dir)
-}
-
-/// `shared_data_dir()/traces`, if it exists.
-pub fn shared_traces_dir() -> Option<PathBuf> {
-    shared_data_dir()
-        .map(|d| d.join("traces"))
-        .filter(|d| d.is_dir())
+/// Find the trace tables: `flag`, then `$VENN_DATA` (the data directory holding
+/// `traces/`), a copy in the user's data directory, `../shared/data/traces`, and last the
+/// tables built into the program — the one lookup order of [`datasets::locate_data`].
+pub fn locate_traces(flag: Option<&Path>) -> Result<Located, DataError> {
+    datasets::locate_data(datasets::DataKind::Traces, flag)
 }
 
 #[cfg(test)]

@@ -7,15 +7,16 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use datasets::{Femnist, WriterSet, locate};
+use datasets::{DataKind, Femnist, WriterSet, locate_data};
 
 /// Inspect FEMNIST data (LEAF JSON, plain or gzipped).
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
-    /// FEMNIST directory (holding train/ and test/) or the shared data directory holding
-    /// femnist/. Default: $VENN_DATA, else ../shared/data/femnist beside the workspace.
-    #[arg(long, global = true, env = "VENN_DATA")]
+    /// FEMNIST directory (holding train/ and test/) or a data directory holding femnist/.
+    /// Default: $VENN_DATA, else a downloaded set in ~/.local/share/venn, else
+    /// ../shared/data beside the workspace, else the 80-writer subset built in.
+    #[arg(long, global = true)]
     data: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
@@ -53,7 +54,10 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Stats { path, set } => {
-            let root = locate(path.as_deref().or(cli.data.as_deref()))?;
+            let root = locate_data(DataKind::Femnist, path.as_deref().or(cli.data.as_deref()))?
+                .announce()
+                .path
+                .clone();
             let set = match set {
                 Set::Main => WriterSet::Main,
                 Set::Partial => WriterSet::Partial,

@@ -150,9 +150,8 @@ impl AgentConfig {
 /// Loads the main FEMNIST writers from `dir` (or wherever [`datasets::locate`] finds
 /// them) for sharing among all devices.
 pub fn load_femnist(dir: Option<&Path>) -> Result<Arc<Femnist>, AgentError> {
-    let root = datasets::locate(dir)?;
-    let data = Femnist::load(&root, datasets::WriterSet::Main)?;
-    tracing::info!(dir = %root.display(), writers = data.train.len(), "loaded FEMNIST");
+    let data = Femnist::open(dir, datasets::WriterSet::Main)?;
+    tracing::info!(writers = data.train.len(), "loaded FEMNIST");
     Ok(Arc::new(data))
 }
 

@@ -50,11 +50,12 @@ struct Args {
     /// Trace time at which the run starts, seconds (e.g. 79200 = 22:00 of day 0).
     #[arg(long, default_value_t = 0.0)]
     start_at: f64,
-    /// FEMNIST directory (default: $VENN_DATA or ../shared/data/femnist).
+    /// FEMNIST directory. Default: $VENN_DATA, else a downloaded set, else
+    /// ../shared/data/femnist, else the 80-writer subset built in.
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
-    /// Directory of the device capacity/eligibility traces used for profiles
-    /// (default: the shared traces; synthetic profiles if absent).
+    /// Directory of the device capacity/eligibility tables used for profiles. Default:
+    /// $VENN_DATA/traces, else ../shared/data/traces, else the tables built in.
     #[arg(long, value_name = "DIR")]
     traces: Option<PathBuf>,
     /// Trainings at once (0: one per core).
@@ -109,15 +110,11 @@ async fn main() -> Result<()> {
         .init();
     let args = Args::parse();
 
-    let traces = args.traces.clone().or_else(venn_traces::shared_traces_dir);
-    let profiles = match &traces {
-        Some(dir) => population::from_traces(dir, args.devices)
-            .with_context(|| format!("device profiles from {}", dir.display()))?,
-        None => {
-            tracing::warn!("no device traces found; using synthetic profiles");
-            population::synthetic(args.devices)
-        }
-    };
+    let traces =
+        venn_traces::locate_traces(args.traces.as_deref()).context("finding the device tables")?;
+    let dir = &traces.announce().path;
+    let profiles = population::from_traces(dir, args.devices)
+        .with_context(|| format!("device profiles from {}", dir.display()))?;
     let data = load_femnist(args.data.as_deref())?;
     let avail = availability(&args)?;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use datasets::{Femnist, WriterSet, locate};
+use datasets::{Femnist, WriterSet};
 use fl_job::bench::{bench_model, markdown};
 use fl_job::centralized::{CentralizedConfig, Point, run_centralized};
 use fl_job::plot::{Series, accuracy_png};
@@ -50,9 +50,9 @@ enum Cmd {
         /// The model, e.g. resnet18:16 or mobilenet_v2:0.5.
         #[arg(long, default_value = "mobilenet_v2:0.5")]
         model: ModelKind,
-        /// FEMNIST directory or the shared data directory holding femnist/.
-        /// Default: $VENN_DATA, else ../shared/data/femnist beside the workspace.
-        #[arg(long, env = "VENN_DATA")]
+        /// FEMNIST directory or a data directory holding femnist/. Default: $VENN_DATA,
+        /// else a downloaded set, else ../shared/data, else the subset built in.
+        #[arg(long)]
         data: Option<PathBuf>,
         /// Wall-time budget in minutes (checked after each evaluation).
         #[arg(long, default_value_t = 30.0)]
@@ -107,8 +107,9 @@ enum Cmd {
         /// Per-round CSV.
         #[arg(long, default_value = "results/job.csv")]
         csv: PathBuf,
-        /// FEMNIST directory (held-out test data for evaluation).
-        #[arg(long, env = "VENN_DATA")]
+        /// FEMNIST directory (held-out test data for evaluation). Default: as for
+        /// `centralized`.
+        #[arg(long)]
         data: Option<PathBuf>,
     },
 }
@@ -132,8 +133,7 @@ fn run_live(
         .map_err(|(k, why)| anyhow::anyhow!("{}: {k}: {why}", config.display()))?;
     let registry = fl_job::task::Registry::with_builtins();
     let t = registry.build(&cfg.task, &cfg.params)?;
-    let dir = locate(data.as_deref())?;
-    let femnist = Femnist::load(&dir, WriterSet::Main)?;
+    let femnist = Femnist::open(data.as_deref(), WriterSet::Main)?;
     let k = cfg.eval_writers.min(femnist.test.len());
     let test = std::sync::Arc::new(datasets::Samples::from_writers(
         femnist.test[femnist.test.len() - k..].iter(),
@@ -216,9 +216,7 @@ fn main() -> anyhow::Result<()> {
             init,
             out,
         } => {
-            let root = locate(data.as_deref())?;
-            tracing::info!(root = %root.display(), "loading FEMNIST");
-            let femnist = Femnist::load(&root, WriterSet::Main)?;
+            let femnist = Femnist::open(data.as_deref(), WriterSet::Main)?;
             let stats = femnist.stats();
             tracing::info!(?stats, "loaded");
             let cfg = CentralizedConfig {

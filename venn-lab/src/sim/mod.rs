@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use datasets::Femnist;
+use datasets::{Femnist, Located};
 use device_agent::agent::AgentStats;
 use fl_job::runner::RoundRow;
 use fl_job::task::Registry;
@@ -38,7 +38,7 @@ use venn_core::{PolicyRegistry, RoundOutcome};
 use venn_sim::engine::{AfterClose, RoundClose, SimError, SimHooks, TaskResult};
 
 use crate::config::LabConfig;
-use crate::results::{Clock, JobOutcome, LabResult};
+use crate::results::{Clock, DataUsed, JobOutcome, LabResult};
 use crate::run::{LabError, held_out, job_csv};
 use training::{RoundWork, TrainJob, Trainer};
 
@@ -162,8 +162,8 @@ pub struct VirtualOptions<'a> {
     pub tasks: &'a Registry,
     /// FEMNIST main set: the devices' train writers and the held-out test writers.
     pub data: Arc<Femnist>,
-    /// Folder of the device tables (capacity, eligibility, specs).
-    pub traces_dir: &'a Path,
+    /// The device tables (capacity, eligibility, specs) and where they were found.
+    pub traces: &'a Located,
     /// Set to stop training early (Ctrl-C); partial results are written.
     pub cancel: &'a AtomicBool,
     /// Show a progress bar over virtual time.
@@ -185,7 +185,7 @@ pub fn run_virtual(
         policies,
         tasks,
         data,
-        traces_dir,
+        traces,
         cancel,
         progress,
         train,
@@ -207,7 +207,7 @@ pub fn run_virtual(
             "devices.drop_fraction does not apply on the virtual clock: devices drop off when their traced session ends"
         );
     }
-    let sim_input = input::sim_input(cfg, traces_dir)?;
+    let sim_input = input::sim_input(cfg, &traces.path)?;
     let sim_cfg = input::sim_config(cfg);
     let mut jobs = Vec::with_capacity(cfg.jobs.len());
     for lj in &cfg.jobs {
@@ -220,6 +220,7 @@ pub fn run_virtual(
             test: held_out(&data, lj.job.eval_writers),
         });
     }
+    let data_used = DataUsed::new(&data, Some(traces));
     let trainer = if train {
         Some(Trainer::new(
             jobs,
@@ -374,6 +375,7 @@ pub fn run_virtual(
         stopped_early,
     );
     result.clock = Clock::Virtual;
+    result.data = data_used;
     result.simulation = Some(stats);
     result
         .write(out)

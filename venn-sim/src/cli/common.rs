@@ -9,7 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use venn_core::PolicyArgs;
 use venn_sim::engine::setup::{load_trace, load_workload};
 use venn_sim::engine::{SimConfig, SimInput, SimResult, run_with_progress};
-use venn_traces::{AvailabilityTrace, DeviceCatalog, SyntheticOptions, shared_traces_dir};
+use venn_traces::{AvailabilityTrace, DeviceCatalog, SyntheticOptions, locate_traces};
 
 /// Where the inputs come from and how large the run is.
 #[derive(Debug, Clone, clap::Args)]
@@ -21,7 +21,8 @@ pub struct InputArgs {
     /// Seed of the synthetic trace (ignored with --trace).
     #[arg(long, default_value_t = 0)]
     pub trace_seed: u64,
-    /// Directory with the shipped trace files (default: $VENN_DATA_DIR/traces).
+    /// Directory with the trace tables. Default: $VENN_DATA/traces, else a copy in
+    /// ~/.local/share/venn, else ../shared/data/traces, else the tables built in.
     #[arg(long, env = "VENN_TRACES_DIR")]
     pub traces_dir: Option<PathBuf>,
     /// Keep this share of the check-ins and scale per-round demand by it: a
@@ -125,12 +126,11 @@ pub struct Inputs {
 impl Inputs {
     /// Loads the trace (or generates the synthetic one) and the device tables.
     pub fn load(args: &InputArgs) -> anyhow::Result<Self> {
-        let traces_dir = match &args.traces_dir {
-            Some(d) => d.clone(),
-            None => shared_traces_dir().context(
-                "no traces directory: pass --traces-dir or set VENN_DATA_DIR (holding traces/)",
-            )?,
-        };
+        let traces_dir = locate_traces(args.traces_dir.as_deref())
+            .context("finding the trace tables")?
+            .announce()
+            .path
+            .clone();
         let catalog = DeviceCatalog::load(&traces_dir)?;
         let t0 = std::time::Instant::now();
         let synthetic = SyntheticOptions {

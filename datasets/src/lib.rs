@@ -1,10 +1,14 @@
 //! FEMNIST in the LEAF JSON format: loading (plain or gzipped, one file or a directory
 //! tree), per-writer partitions, the label map, seeded mini-batching, and (feature
-//! `burn`) batches as Burn tensors.
+//! `burn`) batches as Burn tensors. Feature `download` adds [`download`]: fetching the
+//! full FEMNIST from Hugging Face and converting it to this layout.
 //!
 //! Pixels are kept as the stored LEAF values `k/255` (1.0 = white background) in `u8`;
 //! the models see [`model_pixel`]`(k) = 1 − k/255` (background 0, ink 1).
 
+mod dirs;
+#[cfg(feature = "download")]
+pub mod download;
 mod error;
 mod femnist;
 mod labels;
@@ -14,6 +18,7 @@ mod shuffle;
 #[cfg(feature = "burn")]
 mod tensor;
 
+pub use dirs::user_data_dir;
 pub use error::LeafError;
 pub use femnist::{DATA_ENV, Femnist, Stats, WriterSet, locate};
 pub use labels::{NUM_CLASSES, char_label, label_char};

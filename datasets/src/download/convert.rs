@@ -229,7 +229,9 @@ pub struct ConvertReport {
 /// One writer's samples in file order.
 #[derive(Default)]
 struct Acc {
-    images: Vec<u8>,
+    /// Index of each sample's image in the one pixel buffer of all rows.
+    rows: Vec<usize>,
+    /// Each sample's label.
     labels: Vec<u8>,
 }
 
@@ -245,7 +247,7 @@ pub fn convert(
     } else {
         opts.source_repo.as_str()
     };
-    let (writers, sources, polarity) = read_rows(files, !opts.quiet)?;
+    let (images, writers, sources, polarity) = read_rows(files, !opts.quiet)?;
     let rows: u64 = sources.iter().map(|s| s.rows).sum();
 
     let name = dest
@@ -264,7 +266,7 @@ pub fn convert(
     }
 
     let shards: Vec<&[(String, Acc)]> = writers.chunks(SHARD_WRITERS).collect();
-    let sums = write_shards(&staging, &shards, polarity.polarity, !opts.quiet)?;
+    let sums = write_shards(&staging, &images, &shards, polarity.polarity, !opts.quiet)?;
     let shard_bytes = sums.iter().map(|(_, _, n)| n).sum();
 
     // writers.tsv
@@ -358,9 +360,11 @@ fn install(staging: &Path, dest: &Path) -> Result<(), DownloadError> {
     Ok(())
 }
 
-type Grouped = (Vec<(String, Acc)>, Vec<SourceFile>, PolarityCheck);
+/// All pixels (row-major images in row order), writers sorted by id, inputs, polarity.
+type Grouped = (Vec<u8>, Vec<(String, Acc)>, Vec<SourceFile>, PolarityCheck);
 
-/// Read every row, decode its image, group by writer (sorted by id).
+/// Read every row, decode its image, group by writer (sorted by id). The pixels go into
+/// one buffer sized from the parquet metadata, so memory is 784 bytes a sample.
 fn read_rows(files: &[PathBuf], progress: bool) -> Result<Grouped, DownloadError> {
     let mut readers = Vec::new();
     let mut total = 0u64;
@@ -375,6 +379,12 @@ fn read_rows(files: &[PathBuf], progress: bool) -> Result<Grouped, DownloadError
     }
     let bar = count_bar(total, "decoding", progress);
     let mut groups: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut images: Vec<u8> = Vec::with_capacity(
+        usize::try_from(total)
+            .unwrap_or(0)
+            .saturating_mul(IMAGE_PIXELS),
+    );
+    let mut index = 0usize;
     let mut sources = Vec::new();
     let (mut border, mut border_n, mut sampled) = (0u64, 0u64, 0usize);
     for (path, reader) in files.iter().zip(&readers) {
@@ -418,8 +428,10 @@ fn read_rows(files: &[PathBuf], progress: bool) -> Result<Grouped, DownloadError
                 Some(acc) => acc,
                 None => groups.entry(writer).or_default(),
             };
-            acc.images.extend_from_slice(&pixels);
+            images.extend_from_slice(&pixels);
+            acc.rows.push(index);
             acc.labels.push(label as u8);
+            index += 1;
             rows += 1;
             if rows.is_multiple_of(4096) {
                 bar.inc(4096);
@@ -438,7 +450,7 @@ fn read_rows(files: &[PathBuf], progress: bool) -> Result<Grouped, DownloadError
     }
     bar.finish_and_clear();
     let polarity = polarity_from(border, border_n, sampled);
-    Ok((groups.into_iter().collect(), sources, polarity))
+    Ok((images, groups.into_iter().collect(), sources, polarity))
 }
 
 fn image_bytes(field: Field) -> Result<Vec<u8>, String> {
@@ -490,6 +502,7 @@ type Sums = Vec<(String, String, u64)>;
 /// Write all shards (train and test), several at a time.
 fn write_shards(
     root: &Path,
+    images: &[u8],
     shards: &[&[(String, Acc)]],
     polarity: Polarity,
     progress: bool,
@@ -508,7 +521,7 @@ fn write_shards(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(shard) = shards.get(i) else { break };
-                    let r = write_shard(root, i, shard, &table);
+                    let r = write_shard(root, images, i, shard, &table);
                     bar.inc(1);
                     let failed = r.is_err();
                     results.lock().expect("no panics hold this lock").push(r);
@@ -547,6 +560,7 @@ fn float_table(polarity: Polarity) -> Vec<String> {
 /// Write `train/shard_NNN.json.gz` and `test/shard_NNN.json.gz` for one shard.
 fn write_shard(
     root: &Path,
+    images: &[u8],
     index: usize,
     writers: &[(String, Acc)],
     table: &[String],
@@ -581,7 +595,7 @@ fn write_shard(
             .mtime(0)
             .write(hashing, Compression::new(9));
         let mut out = BufWriter::with_capacity(1 << 16, gz);
-        write_leaf_json(&mut out, &parts, table).map_err(io_err(&path))?;
+        write_leaf_json(&mut out, images, &parts, table).map_err(io_err(&path))?;
         let gz = out.into_inner().map_err(|e| DownloadError::Io {
             path: path.clone(),
             source: e.into_error(),
@@ -596,6 +610,7 @@ fn write_shard(
 /// One compact LEAF JSON object for `parts`.
 fn write_leaf_json(
     w: &mut impl Write,
+    images: &[u8],
     parts: &[(&str, &Acc, Vec<usize>)],
     table: &[String],
 ) -> std::io::Result<()> {
@@ -617,7 +632,8 @@ fn write_leaf_json(
         w.write_all(b":{\"x\":[")?;
         for (j, &s) in picked.iter().enumerate() {
             w.write_all(if j > 0 { b",[" } else { b"[" })?;
-            let img = &acc.images[s * IMAGE_PIXELS..(s + 1) * IMAGE_PIXELS];
+            let r = acc.rows[s];
+            let img = &images[r * IMAGE_PIXELS..(r + 1) * IMAGE_PIXELS];
             for (k, &px) in img.iter().enumerate() {
                 if k > 0 {
                     w.write_all(b",")?;

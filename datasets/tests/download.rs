@@ -332,6 +332,29 @@ fn decode_png_rejects_other_sizes_and_garbage() {
     assert!(convert::decode_png(b"not a png").is_err());
 }
 
+#[test]
+fn bad_label_names_the_file_and_row() {
+    let dir = scratch("bad-label");
+    let mut samples = fixture();
+    samples[3].label = 99;
+    let path = dir.join(FILE);
+    write_parquet(&path, &samples, false);
+    let dest = dir.join("out/femnist");
+    let opts = ConvertOptions {
+        quiet: true,
+        ..ConvertOptions::default()
+    };
+    let err = convert::convert(std::slice::from_ref(&path), &dest, &opts).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(FILE) && msg.contains("row 3") && msg.contains("label 99"),
+        "{msg}"
+    );
+    // Nothing half-written where the loader looks.
+    assert!(!dest.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// What the local server was asked.
 #[derive(Default)]
 struct Seen {

@@ -40,10 +40,13 @@ enum Cmd {
         #[arg(long, value_enum, default_value_t = Set::Main)]
         set: Set,
     },
-    /// Download the full FEMNIST (LEAF: ~3,600 writers, 814,277 samples) from the Flower
-    /// Datasets copy on Hugging Face (flwrlabs/femnist, BSD-2-Clause; images from NIST
-    /// SD 19) and convert it to this project's layout in DIR/femnist. Prints the
-    /// `stats` JSON of the result. Rerun to resume an interrupted download.
+    /// Download the full FEMNIST from Hugging Face into DIR/femnist.
+    ///
+    /// Fetches the full FEMNIST (LEAF: ~3,600 writers, 814,277 samples; a ~200 MB
+    /// parquet) from the Flower Datasets copy on Hugging Face (flwrlabs/femnist,
+    /// BSD-2-Clause; images from NIST SD 19), checks its SHA-256, and converts it to
+    /// this project's layout in DIR/femnist. Prints the `stats` JSON of the result on
+    /// stdout and a summary on stderr. Rerun to resume an interrupted download.
     Download {
         /// Data directory; the set lands in DIR/femnist, the parquet in DIR/downloads.
         /// Default: $XDG_DATA_HOME/venn, else ~/.local/share/venn.

@@ -1,11 +1,15 @@
 //! FEMNIST in the LEAF JSON format: loading (plain or gzipped, one file or a directory
 //! tree), per-writer partitions, the label map, seeded mini-batching, and (feature
 //! `burn`) batches as Burn tensors; where the data lives ([`locate_data`]: flag,
-//! `$VENN_DATA`, a downloaded set, `../shared/data`, then the subset built in).
+//! `$VENN_DATA`, a downloaded set, `../shared/data`, then the subset built in). Feature
+//! `download` adds [`download`]: fetching the full FEMNIST from Hugging Face and
+//! converting it to this layout.
 //!
 //! Pixels are kept as the stored LEAF values `k/255` (1.0 = white background) in `u8`;
 //! the models see [`model_pixel`]`(k) = 1 − k/255` (background 0, ink 1).
 
+#[cfg(feature = "download")]
+pub mod download;
 mod embedded;
 mod error;
 mod femnist;

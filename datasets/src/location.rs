@@ -195,6 +195,8 @@ pub fn locate_data(kind: DataKind, flag: Option<&Path>) -> Result<Located, LeafE
         dirs.iter()
             .map(|d| d.join(kind.dir_name()))
             .find(|d| kind.holds(d))
+            // `a/b/../../shared` would be an unreadable thing to print and record.
+            .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
             .map(|path| Located { kind, path, origin })
     };
     if let Some(l) = user_data_dir().and_then(|d| found(&[d], Origin::Downloaded)) {

@@ -114,7 +114,7 @@ impl fmt::Display for Origin {
             Origin::Env => "from $VENN_DATA",
             Origin::Downloaded => "downloaded",
             Origin::Shared => "shared data beside the workspace",
-            Origin::Embedded => "the subset built into this program",
+            Origin::Embedded => "the copy built into this program",
         })
     }
 }

@@ -633,3 +633,69 @@ fn binary_download_prints_stats() {
     assert!(stderr.contains("23 writers"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A measurement, not a check of speed (run by hand; the figures are in the README's "More
+/// data"): the shared main set (63,351 real samples) written as a `flwrlabs/femnist`-shaped
+/// parquet, converted, and loaded back. Prints rows/s and sizes, and the time the full
+/// 814,277 rows would take at that rate; asserts only that real data round-trips exactly.
+#[test]
+#[ignore = "measurement on ../shared/data/femnist: cargo test --release -p datasets --test download -- --ignored --nocapture"]
+fn conversion_speed_on_the_shared_set() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/femnist");
+    if !root.join("train").is_dir() {
+        eprintln!("SKIPPED: no shared FEMNIST at {}", root.display());
+        return;
+    }
+    let data = Femnist::load(&root, WriterSet::Main).unwrap();
+    let samples: Vec<Sample> = data
+        .train
+        .iter()
+        .chain(&data.test)
+        .flat_map(|w| {
+            (0..w.len()).map(move |i| Sample {
+                writer: w.id.clone(),
+                label: w.labels[i],
+                pixels: w.image(i).to_vec(),
+            })
+        })
+        .collect();
+    let dir = scratch("speed");
+    let file = dir.join(FILE);
+    write_parquet(&file, &samples, false);
+    let opts = ConvertOptions {
+        source_url: "http://example.invalid/datasets/flwrlabs/femnist".into(),
+        source_repo: String::new(),
+        quiet: true,
+    };
+    let out = dir.join("femnist");
+    let t = std::time::Instant::now();
+    let report = convert::convert(std::slice::from_ref(&file), &out, &opts).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let rate = report.rows as f64 / secs;
+    let mb = |b: u64| b as f64 / 1e6;
+    println!(
+        "converted {} rows of {} writers in {secs:.1} s ({rate:.0} rows/s, {} threads): \
+         parquet {:.1} MB -> {} shards {:.1} MB; full 814,277 rows at this rate: {:.0} s",
+        report.rows,
+        report.writers,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        mb(std::fs::metadata(&file).unwrap().len()),
+        report.shards,
+        mb(report.shard_bytes),
+        814_277.0 / rate,
+    );
+    let back = Femnist::load(&out, WriterSet::Main).unwrap();
+    let mut got: BTreeMap<String, Vec<(Vec<u8>, u8)>> = BTreeMap::new();
+    for w in back.train.iter().chain(&back.test) {
+        for i in 0..w.len() {
+            got.entry(w.id.clone())
+                .or_default()
+                .push((w.image(i).to_vec(), w.labels[i]));
+        }
+    }
+    let mut want = by_writer(&samples);
+    for v in got.values_mut().chain(want.values_mut()) {
+        v.sort();
+    }
+    assert_eq!(got, want, "real FEMNIST does not round-trip exactly");
+}

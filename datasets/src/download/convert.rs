@@ -17,7 +17,7 @@
 //!
 //! Writers are sorted by id and cut into shards of [`SHARD_WRITERS`]:
 //! `train/shard_NNN.json.gz` and `test/shard_NNN.json.gz` hold the same writers. Each is
-//! gzip (level 9, mtime 0) of one compact LEAF JSON object with pixels written as
+//! gzip (level 6, mtime 0) of one compact LEAF JSON object with pixels written as
 //! Python's `repr` of `k/255`, streamed through the encoder shard by shard (so only the
 //! `u8` pixels of the whole set are in memory). Beside them go `writers.tsv`,
 //! `SHA256SUMS` and `SOURCE.json`. Everything is written into a hidden sibling directory
@@ -591,9 +591,11 @@ fn write_shard(
             hasher: Sha256::new(),
             bytes: 0,
         };
+        // Level 6, not the shared set's 9: measured about twice as fast on a shard for
+        // files about 5 % larger, which matters over ~3.6 GB of JSON.
         let gz = GzBuilder::new()
             .mtime(0)
-            .write(hashing, Compression::new(9));
+            .write(hashing, Compression::new(6));
         let mut out = BufWriter::with_capacity(1 << 16, gz);
         write_leaf_json(&mut out, images, &parts, table).map_err(io_err(&path))?;
         let gz = out.into_inner().map_err(|e| DownloadError::Io {

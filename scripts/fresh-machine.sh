@@ -8,9 +8,11 @@
 #
 #   scripts/fresh-machine.sh            # from the repository root, after a build
 #
-# Compiled dependencies are reused from this checkout's target directory (set
-# CARGO_TARGET_DIR to use another); the workspace's own crates rebuild, because their
-# path changed.
+# Builds go to $FRESH_TARGET_DIR (default: target-fresh in this checkout, warm after the
+# first run). Not the checkout's own target/: cargo would reuse the clone's test binaries
+# there, which have the clone's (deleted) paths compiled in. CI, which runs nothing after
+# this script, points it at target/ to reuse the compiled dependencies; the workspace's own
+# crates rebuild either way, since the clone's sources are newer.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,7 +27,7 @@ if [ -e ../shared ]; then
 fi
 unset VENN_DATA VENN_DATA_DIR VENN_TRACES_DIR
 export XDG_DATA_HOME="$work/empty-data" XDG_CACHE_HOME="$work/empty-cache"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
+export CARGO_TARGET_DIR="${FRESH_TARGET_DIR:-$repo/target-fresh}"
 
 step() { printf '\n== fresh-machine: %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 

@@ -126,6 +126,10 @@ pub struct Assignment {
     pub task_token: String,
     /// Seconds the device has to report before its task is released.
     pub lease_s: f64,
+    /// The job's registered model size, bytes (0 from managers that predate the field):
+    /// devices refuse weights much larger than this.
+    #[serde(default)]
+    pub model_size_bytes: u64,
 }
 
 /// Reply to a check-in: an assignment, or when to come back.

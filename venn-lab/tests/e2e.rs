@@ -378,3 +378,101 @@ eval_writers = 5
     assert_eq!((later.rounds, later.finished), (0, false), "never arrived");
     assert!(r.table().contains("long"), "{}", r.table());
 }
+
+/// The example task, except that its first aggregation yields a model full of NaN — as a
+/// buggy aggregator or an overflowing server optimizer would.
+struct FirstAggregationBroken {
+    inner: Arc<dyn fl_job::task::FlTask>,
+    broken: std::sync::atomic::AtomicBool,
+}
+
+impl fl_job::task::FlTask for FirstAggregationBroken {
+    fn name(&self) -> &str {
+        "first-aggregation-broken"
+    }
+    fn init(&self, seed: u64) -> Result<Vec<u8>, fl_job::FlError> {
+        self.inner.init(seed)
+    }
+    fn train(
+        &self,
+        global: &[u8],
+        data: datasets::SampleView<'_>,
+        seed: u64,
+    ) -> Result<fl_job::task::LocalUpdate, fl_job::FlError> {
+        self.inner.train(global, data, seed)
+    }
+    fn evaluate(
+        &self,
+        weights: &[u8],
+        data: datasets::SampleView<'_>,
+    ) -> Result<fl_job::EvalStats, fl_job::FlError> {
+        self.inner.evaluate(weights, data)
+    }
+    fn decode(&self, weights: &[u8]) -> Result<Vec<fl_job::NamedTensor>, fl_job::FlError> {
+        self.inner.decode(weights)
+    }
+    fn encode(&self, tensors: Vec<fl_job::NamedTensor>) -> Result<Vec<u8>, fl_job::FlError> {
+        self.inner.encode(tensors)
+    }
+    fn aggregate(
+        &self,
+        global: &[u8],
+        updates: &[(Vec<u8>, u64)],
+        state: &mut fl_job::task::ServerState,
+    ) -> Result<Vec<u8>, fl_job::FlError> {
+        let good = self.inner.aggregate(global, updates, state)?;
+        if self.broken.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            let mut t = self.inner.decode(&good)?;
+            t.iter_mut().for_each(|t| t.values.fill(f32::NAN));
+            return self.inner.encode(t);
+        }
+        Ok(good)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_aggregation_aborts_and_retries_the_round_instead_of_ending_the_job() {
+    let mut tasks = registry();
+    tasks.register("first-aggregation-broken", |p| {
+        let inner = registry().build("softmax-fedavgm", p)?;
+        Ok(Arc::new(FirstAggregationBroken {
+            inner,
+            broken: true.into(),
+        }) as Arc<dyn fl_job::task::FlTask>)
+    });
+    let toml = r#"
+name = "e2e-broken-aggregate"
+policy = "venn"
+max_minutes = 4
+[devices]
+count = 12
+compress = 1000
+[[jobs]]
+name = "broken"
+task = "first-aggregation-broken"
+params = { lr = 0.1, epochs = 1 }
+rounds = 2
+target_participants = 4
+deadline_s = 30
+eval_writers = 5
+"#;
+    let cfg = LabConfig::parse(toml, Path::new("broken.toml")).unwrap();
+    let out = out_dir("broken-aggregate");
+    let r = run_experiment(
+        &cfg,
+        &venn_core::PolicyRegistry::builtin(),
+        &out,
+        Arc::new(fixture(12, 12)),
+        tasks,
+        std::future::pending(),
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.jobs_finished, 1, "{}", r.table());
+    let job = &r.jobs[0];
+    assert!(job.error.is_none(), "{:?}", job.error);
+    let attempts: Vec<u32> = job.history.iter().map(|row| row.attempts).collect();
+    assert_eq!(attempts, [2, 1], "round 0 was aborted once and retried");
+    assert!(job.history.iter().all(|row| row.accuracy.is_finite()));
+}

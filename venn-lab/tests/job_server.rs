@@ -214,3 +214,35 @@ async fn a_device_waiting_through_a_close_is_refused() {
         (409, &"round_closed".into())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sample_count_that_would_outweigh_the_round_is_refused() {
+    // X-Samples is the update's FedAvg weight: u64::MAX would outweigh every honest
+    // device (and once wrapped the round's sum); the server refuses it before decoding.
+    let rig = rig("samples").await;
+    let round = submit(&rig.api).await;
+    open_slot(&rig.shared, round);
+    let a = assigned(&rig.manager, 3);
+    let (status, plan) = get_plan(&rig.job_url, &a.task_token).await;
+    assert_eq!(status, 200, "{plan}");
+    let upload = |samples: String| {
+        reqwest::Client::new()
+            .post(format!("{}{}", rig.job_url, venn_api::job::UPDATE_PATH))
+            .header(venn_api::job::TASK_TOKEN_HEADER, &a.task_token)
+            .header(venn_api::job::SAMPLES_HEADER, samples)
+            .body(vec![0u8; 16])
+            .send()
+    };
+    let max = fl_job::runner::MAX_UPDATE_SAMPLES;
+    for bad in [u64::MAX.to_string(), (max + 1).to_string(), "0".into()] {
+        let r = upload(bad.clone()).await.unwrap();
+        assert_eq!(r.status().as_u16(), 422, "X-Samples {bad}");
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["field"], "x-samples", "{body}");
+    }
+    // At the cap the count is accepted and the body is checked next (these 16 bytes are
+    // not the task's weights).
+    let r = upload(max.to_string()).await.unwrap();
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "bad_update", "{body}");
+}

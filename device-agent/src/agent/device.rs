@@ -200,7 +200,7 @@ async fn serve(
     let job = JobClient::new(sh.client.http(), &a.plan_url, token, sh.http_timeout);
     let fetched = until(session_end, async {
         let plan = with_slot(sh, job.plan()).await?;
-        let weights = with_slot(sh, job.weights()).await?;
+        let weights = with_slot(sh, job.weights(weights_limit(a.model_size_bytes))).await?;
         Ok::<_, ClientError>((plan, weights))
     })
     .await;
@@ -334,5 +334,17 @@ async fn serve(
             }
             fail(sh, id, token).await
         }
+    }
+}
+
+/// The most bytes of global weights a device downloads: twice the job's registered model
+/// size plus 1 MiB of framing (the slack the job's own upload limit allows), or 1 GiB from
+/// a manager that does not say the size.
+fn weights_limit(model_size_bytes: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    if model_size_bytes == 0 {
+        1024 * MIB
+    } else {
+        model_size_bytes.saturating_mul(2).saturating_add(MIB)
     }
 }

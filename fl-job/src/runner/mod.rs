@@ -9,7 +9,7 @@ mod server;
 
 pub use config::JobConfig;
 pub use report::{JobReport, RoundRow};
-pub use server::{JobShared, OpenSlot, router};
+pub use server::{JobShared, MAX_UPDATE_SAMPLES, OpenSlot, router};
 
 use crate::error::FlError;
 use crate::task::{FlTask, ServerState};
@@ -184,20 +184,33 @@ async fn rounds_loop(
                 shared.closed.fetch_add(1, Ordering::SeqCst);
                 g.take()
             };
-            let outcome = if enough {
+            // Aggregate before closing: a round whose updates cannot be combined into a
+            // finite model is aborted and retried like one that missed its deadline, so
+            // one bad device cannot end the job.
+            let aggregated = match slot.filter(|_| enough) {
+                Some(s) => match aggregate_checked(task, shared, s.accepted, server_state).await {
+                    Ok(a) => Some(a),
+                    Err(e) => {
+                        tracing::warn!(job = api.job_id, round = r, error = %e, "aggregation failed");
+                        None
+                    }
+                },
+                None => None,
+            };
+            let outcome = if aggregated.is_some() {
                 RoundOutcome::Success
             } else {
                 RoundOutcome::Abort
             };
             let status = api.close_round(sub.round, outcome).await?;
-            if enough {
-                break (slot.map(|s| s.accepted).unwrap_or_default(), status);
+            if let Some(a) = aggregated {
+                break (a, status);
             }
             tracing::warn!(
                 job = api.job_id,
                 round = r,
                 attempts,
-                "round missed its deadline; retrying"
+                "round aborted (deadline missed or aggregation failed); retrying"
             );
             if attempts >= cfg.max_attempts {
                 return Err(FlError::Manager(format!(
@@ -205,23 +218,18 @@ async fn rounds_loop(
                 )));
             }
         };
-        let participants = updates.len();
+        let Aggregated {
+            global: new_global,
+            state,
+            participants,
+        } = updates;
+        *server_state = state;
+        let new_global = Arc::new(new_global);
+        *shared.global.lock().unwrap_or_else(|e| e.into_inner()) = new_global.clone();
         let (t, te) = (task.clone(), test.clone());
-        let global = shared
-            .global
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let mut st = std::mem::take(server_state);
-        let (new_global, eval, st) = tokio::task::spawn_blocking(move || {
-            let g = t.aggregate(&global, &updates, &mut st)?;
-            let e = t.evaluate(&g, te.view())?;
-            Ok::<_, FlError>((g, e, st))
-        })
-        .await
-        .map_err(|e| FlError::Config(e.to_string()))??;
-        *server_state = st;
-        *shared.global.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(new_global);
+        let eval = tokio::task::spawn_blocking(move || t.evaluate(&new_global, te.view()))
+            .await
+            .map_err(|e| FlError::Config(e.to_string()))??;
         let row = RoundRow {
             time_s: opts.t0.elapsed().as_secs_f64(),
             round: r,
@@ -249,6 +257,42 @@ async fn rounds_loop(
         }
     }
     Ok(())
+}
+
+/// A round's next global model, before it is installed.
+struct Aggregated {
+    global: Vec<u8>,
+    state: ServerState,
+    participants: usize,
+}
+
+/// The task's aggregation of `updates` on a copy of the server state, with the result
+/// checked like an upload (the task's own tensors, all finite): a failure leaves the
+/// global model and the state as they were.
+async fn aggregate_checked(
+    task: &Arc<dyn FlTask>,
+    shared: &Arc<JobShared>,
+    updates: Vec<(Vec<u8>, u64)>,
+    state: &ServerState,
+) -> Result<Aggregated, FlError> {
+    let global = shared
+        .global
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let (t, mut state) = (task.clone(), state.clone());
+    tokio::task::spawn_blocking(move || {
+        let g = t.aggregate(&global, &updates, &mut state)?;
+        t.check_update(&g)
+            .map_err(|e| FlError::FedAvg(format!("the new global model: {e}")))?;
+        Ok(Aggregated {
+            global: g,
+            state,
+            participants: updates.len(),
+        })
+    })
+    .await
+    .map_err(|e| FlError::Config(e.to_string()))?
 }
 
 /// Sleeps until an admitted job's planned launch: the manager assigns it no device

@@ -197,8 +197,13 @@ async fn update(
         .to_string();
     let samples: u64 = header(&h, SAMPLES_HEADER)
         .and_then(|v| v.parse().ok())
-        .filter(|n| *n > 0)
-        .ok_or_else(|| HttpError::field(SAMPLES_HEADER, "must be a positive integer"))?;
+        .filter(|n| (1..=MAX_UPDATE_SAMPLES).contains(n))
+        .ok_or_else(|| {
+            HttpError::field(
+                SAMPLES_HEADER,
+                format!("must be an integer from 1 to {MAX_UPDATE_SAMPLES}"),
+            )
+        })?;
     if s.lock_slot()
         .as_ref()
         .is_some_and(|o| o.uploaded.contains_key(&token))
@@ -235,6 +240,11 @@ async fn update(
     }
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// The most samples one update may claim. `X-Samples` is the update's FedAvg weight, so an
+/// unbounded claim would let one device outweigh the rest of its round (a FEMNIST writer
+/// has at most a few hundred samples; a million leaves room for any real client).
+pub const MAX_UPDATE_SAMPLES: u64 = 1_000_000;
 
 /// The job's router. `max_update_bytes` caps uploads (413 beyond).
 pub fn router(shared: Arc<JobShared>, max_update_bytes: usize) -> Router {

@@ -102,8 +102,9 @@ pub fn weighted_mean<T: FlTask + ?Sized>(
     task: &T,
     updates: &[(Vec<u8>, u64)],
 ) -> Result<Vec<NamedTensor>, FlError> {
-    let total: u64 = updates.iter().map(|(_, n)| n).sum();
-    if updates.is_empty() || total == 0 {
+    // Summed in f64: a sum of client-reported u64 counts could wrap.
+    let total: f64 = updates.iter().map(|(_, n)| *n as f64).sum();
+    if updates.is_empty() || total == 0.0 {
         return Err(FlError::FedAvg("no samples to average".into()));
     }
     let mut template: Option<Vec<NamedTensor>> = None;
@@ -124,7 +125,7 @@ pub fn weighted_mean<T: FlTask + ?Sized>(
                 "update {k} does not match the model's tensors"
             )));
         }
-        let w = *n as f64 / total as f64;
+        let w = *n as f64 / total;
         for (a, t) in acc.iter_mut().zip(&tensors) {
             for (x, v) in a.iter_mut().zip(&t.values) {
                 *x += w * *v as f64;

@@ -49,14 +49,26 @@ impl<'a> JobClient<'a> {
         call(PEER, self.get(PLAN_PATH)).await
     }
 
-    /// `GET /weights`.
-    pub async fn weights(&self) -> Result<Vec<u8>, ClientError> {
-        let resp = send(PEER, self.get(WEIGHTS_PATH)).await?;
-        let bytes = resp
-            .bytes()
+    /// `GET /weights`, read no further than `limit` bytes: a job (or whoever answers at
+    /// its `plan_url`) must not make a device buffer an unbounded body.
+    pub async fn weights(&self, limit: u64) -> Result<Vec<u8>, ClientError> {
+        let mut resp = send(PEER, self.get(WEIGHTS_PATH)).await?;
+        let too_large = ClientError::TooLarge { peer: PEER, limit };
+        if resp.content_length().is_some_and(|n| n > limit) {
+            return Err(too_large);
+        }
+        let mut out = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
             .await
-            .map_err(|source| ClientError::Http { peer: PEER, source })?;
-        Ok(bytes.to_vec())
+            .map_err(|source| ClientError::Http { peer: PEER, source })?
+        {
+            if (out.len() + chunk.len()) as u64 > limit {
+                return Err(too_large);
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
     }
 
     /// `POST /update`: the trained weights and the samples they were trained on.

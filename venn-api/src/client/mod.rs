@@ -44,6 +44,14 @@ pub enum ClientError {
         /// The body as text.
         body: String,
     },
+    /// The peer's answer was larger than the caller allows (read no further than that).
+    #[error("{peer} sent more than {limit} bytes")]
+    TooLarge {
+        /// `manager` or `job`.
+        peer: &'static str,
+        /// The limit, bytes.
+        limit: u64,
+    },
 }
 
 impl ClientError {
@@ -52,6 +60,7 @@ impl ClientError {
         match self {
             ClientError::Http { source, .. } => source.status().map(|s| s.as_u16()),
             ClientError::Api { status, .. } | ClientError::Status { status, .. } => Some(*status),
+            ClientError::TooLarge { .. } => None,
         }
     }
 

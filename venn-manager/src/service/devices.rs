@@ -86,6 +86,7 @@ impl Manager {
                 plan_url: meta.plan_url,
                 task_token: task.token,
                 lease_s: lease_until - now.secs(),
+                model_size_bytes: meta.model_size_bytes,
             },
         })
     }

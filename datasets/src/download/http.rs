@@ -228,8 +228,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A progress bar over bytes, hidden unless asked for and stderr is a terminal.
-fn byte_bar(total: u64, at: u64, name: &str, show: bool) -> ProgressBar {
+/// A progress bar drawn with `template`, hidden unless asked for and stderr is a terminal.
+fn bar(total: u64, template: &str, msg: &str, show: bool) -> ProgressBar {
     let target = if show && std::io::stderr().is_terminal() {
         ProgressDrawTarget::stderr()
     } else {
@@ -237,30 +237,32 @@ fn byte_bar(total: u64, at: u64, name: &str, show: bool) -> ProgressBar {
     };
     let bar = ProgressBar::with_draw_target(Some(total), target);
     bar.set_style(
-        ProgressStyle::with_template(
-            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-        )
-        .expect("a valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_message(name.to_owned());
-    bar.set_position(at);
-    bar
-}
-
-/// A progress bar over `total` items, hidden unless asked for and stderr is a terminal.
-pub(crate) fn count_bar(total: u64, what: &str, show: bool) -> ProgressBar {
-    let target = if show && std::io::stderr().is_terminal() {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    };
-    let bar = ProgressBar::with_draw_target(Some(total), target);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {human_pos}/{human_len} eta {eta}")
+        ProgressStyle::with_template(template)
             .expect("a valid template")
             .progress_chars("=> "),
     );
-    bar.set_message(what.to_owned());
+    bar.set_message(msg.to_owned());
     bar
+}
+
+/// A progress bar over bytes, starting at `at` (a resumed download).
+fn byte_bar(total: u64, at: u64, name: &str, show: bool) -> ProgressBar {
+    let b = bar(
+        total,
+        "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        name,
+        show,
+    );
+    b.set_position(at);
+    b
+}
+
+/// A progress bar over `total` items.
+pub(crate) fn count_bar(total: u64, what: &str, show: bool) -> ProgressBar {
+    bar(
+        total,
+        "{msg} [{bar:30}] {human_pos}/{human_len} eta {eta}",
+        what,
+        show,
+    )
 }

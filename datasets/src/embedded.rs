@@ -128,11 +128,7 @@ fn fingerprint(kind: DataKind) -> u64 {
 
 /// The user's cache directory: `$XDG_CACHE_HOME`, else `$HOME/.cache`, else the temp dir.
 fn cache_root() -> PathBuf {
-    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    non_empty("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
+    crate::location::xdg_dir("XDG_CACHE_HOME", ".cache").unwrap_or_else(std::env::temp_dir)
 }
 
 /// A directory holding the embedded files of `kind`: the source tree's copy when it is

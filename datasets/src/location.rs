@@ -160,10 +160,15 @@ impl Located {
 /// The user's data directory for this project: `$XDG_DATA_HOME/venn`, else
 /// `$HOME/.local/share/venn`; `None` when neither variable is set.
 pub fn user_data_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_DATA_HOME", ".local/share").map(|d| d.join("venn"))
+}
+
+/// An XDG base directory: `$var` if set and non-empty, else `$HOME/<home_default>`.
+pub(crate) fn xdg_dir(var: &str, home_default: &str) -> Option<PathBuf> {
     let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    non_empty("XDG_DATA_HOME")
-        .map(|d| PathBuf::from(d).join("venn"))
-        .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(".local/share/venn")))
+    non_empty(var)
+        .map(PathBuf::from)
+        .or_else(|| non_empty("HOME").map(|h| PathBuf::from(h).join(home_default)))
 }
 
 /// The shared data directories tried in step 4: relative to the current directory (the

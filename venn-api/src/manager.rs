@@ -111,7 +111,15 @@ pub struct CheckIn {
     pub device_id: u64,
     /// What it offers.
     pub profile: DeviceProfile,
+    /// Seconds it expects to stay online from now, if it knows: it takes the first
+    /// offered job whose task fits in them (the manager's fit rule), or nothing. Absent:
+    /// every offered job fits. At most [`MAX_ONLINE_FOR_S`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online_for_s: Option<f64>,
 }
+
+/// Largest `online_for_s` a check-in may state: 30 days.
+pub const MAX_ONLINE_FOR_S: f64 = 30.0 * 86_400.0;
 
 /// An assignment handed to a device.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -17,6 +17,10 @@
 //! - [`job`]: job specs, open rounds, history (rounds, task response times).
 //! - [`manager`]: the state machine: inputs (register, request, check-in, task events,
 //!   close) → [`Decision`]s.
+//! - [`rules`]: when a round closes and how ([`rules::RoundRule`]: early at enough
+//!   results, else the authors' rule at the deadline), for the simulator and the live job.
+//! - [`fit`]: the device's acceptance rule ([`FitRule`]): it takes the first offered job
+//!   whose task fits before its session ends.
 //! - [`policy`]: the [`Policy`] trait and the policies ([`PolicyKind`]): `venn` (IRS +
 //!   tier matching + fairness ε), `irs` (venn without tiers), `random`, `random-order`,
 //!   `fifo`, `fifo-request`, `srsf`, `random-delay` (congestion-scaled random start delays)
@@ -52,6 +56,7 @@
 
 pub mod admission;
 pub mod error;
+pub mod fit;
 pub mod groups;
 pub mod groupset;
 pub mod hash;
@@ -63,10 +68,12 @@ pub mod policy;
 pub mod profile;
 pub mod restore;
 pub mod rng;
+pub mod rules;
 pub mod supply;
 pub mod time;
 
 pub use error::CoreError;
+pub use fit::FitRule;
 pub use groupset::{GroupIdx, GroupSet, MAX_GROUPS};
 pub use ids::{DeviceId, JobId, RoundId};
 pub use job::{JobSpec, JobState, RoundOutcome, RoundRecord, RoundRequest, TierBand};

@@ -10,6 +10,7 @@
 //! check-in re-plans once before deciding. A check-in on a clean plan is a lookup.
 
 use crate::error::CoreError;
+use crate::fit::FitRule;
 use crate::groups::Groups;
 use crate::hash::FastMap;
 use crate::ids::{DeviceId, JobId, RoundId};
@@ -31,6 +32,10 @@ pub struct ManagerConfig {
     pub supply: SupplyConfig,
     /// Seed of the manager's random number generator.
     pub seed: u64,
+    /// How a device judges whether an offered job fits before its session ends
+    /// ([`crate::fit`]; the authors' nominal-time rule by default).
+    #[serde(default)]
+    pub fit: FitRule,
 }
 
 /// What a checked-in device should do.
@@ -61,6 +66,9 @@ pub struct Counters {
     pub rounds_succeeded: u64,
     /// Rounds closed as an abort.
     pub rounds_aborted: u64,
+    /// Check-ins offered jobs of which none fitted the device's session.
+    #[serde(default)]
+    pub offers_declined: u64,
 }
 
 /// The scheduling state machine.
@@ -74,6 +82,9 @@ pub struct ResourceManager {
     next_job: u64,
     dirty: bool,
     counters: Counters,
+    fit: FitRule,
+    /// The offer buffer, reused across check-ins.
+    offer: Vec<JobId>,
 }
 
 impl ResourceManager {
@@ -88,6 +99,8 @@ impl ResourceManager {
             next_job: 0,
             dirty: true,
             counters: Counters::default(),
+            fit: cfg.fit,
+            offer: Vec::new(),
         }
     }
 
@@ -275,8 +288,22 @@ impl ResourceManager {
         Ok(round)
     }
 
-    /// A device checks in at `now`: returns where it should work, if anywhere.
+    /// A device checks in at `now` without saying when it leaves: returns where it should
+    /// work, if anywhere (the first job offered, since every job fits).
     pub fn check_in(&mut self, device: DeviceId, profile: &DeviceProfile, now: Time) -> Decision {
+        self.check_in_until(device, profile, now, None)
+    }
+
+    /// A device checks in at `now` and expects to stay online until `online_until`: the
+    /// policy offers it an ordered list of jobs and it takes the first whose task fits
+    /// before then under the manager's [`FitRule`], or nothing (no demand is consumed).
+    pub fn check_in_until(
+        &mut self,
+        device: DeviceId,
+        profile: &DeviceProfile,
+        now: Time,
+        online_until: Option<Time>,
+    ) -> Decision {
         self.counters.check_ins += 1;
         if self.supply.advance(now) {
             self.dirty = true;
@@ -298,6 +325,8 @@ impl ResourceManager {
             profile,
             class,
             eligible,
+            online_until,
+            fit: self.fit,
         };
         let view = SchedView {
             jobs: &self.jobs,
@@ -305,18 +334,34 @@ impl ResourceManager {
             supply: &self.supply,
             now,
         };
-        let Some(job) = self.policy.select(&view, &dev, &mut self.rng) else {
+        self.offer.clear();
+        self.policy
+            .offer(&view, &dev, &mut self.rng, &mut self.offer);
+        let mut taken = None;
+        for &job in &self.offer {
+            if !view.accepts(job, &dev) {
+                debug_assert!(
+                    false,
+                    "policy {} offered {job}, which the filter rejects",
+                    self.policy.name()
+                );
+                continue;
+            }
+            if view.fits(job, &dev) {
+                taken = Some(job);
+                break;
+            }
+        }
+        let Some(job) = taken else {
+            if !self.offer.is_empty() {
+                self.counters.offers_declined += 1;
+            }
             return Decision::NoTask;
         };
-        if !view.accepts(job, &dev) {
-            debug_assert!(
-                false,
-                "policy {} chose {job}, which the filter rejects",
-                self.policy.name()
-            );
-            return Decision::NoTask;
-        }
         let round = self.bind(job, device, profile, now);
+        if let Some(state) = self.jobs.get(&job) {
+            self.policy.on_assigned(state);
+        }
         Decision::Assigned { job, round }
     }
 

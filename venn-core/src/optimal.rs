@@ -223,6 +223,7 @@ pub fn run_policy(
             ..SupplyConfig::default()
         },
         seed,
+        ..ManagerConfig::default()
     };
     let mut rm = ResourceManager::with_policy(cfg, policy)?;
     if warmup {

@@ -13,6 +13,7 @@ fn manager(policy: PolicyConfig, seed: u64) -> ResourceManager {
                 ..SupplyConfig::default()
             },
             seed,
+            ..ManagerConfig::default()
         },
         &policy,
     )

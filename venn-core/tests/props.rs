@@ -98,7 +98,7 @@ proptest! {
         let backfill = policy == "chunked+backfill";
         let name = policy.trim_end_matches("+backfill");
         let mut rm = ResourceManager::with_policy(
-            ManagerConfig { supply: SupplyConfig { window_s: 600.0, buckets: 6, ..SupplyConfig::default() }, seed: 9 },
+            ManagerConfig { supply: SupplyConfig { window_s: 600.0, buckets: 6, ..SupplyConfig::default() }, seed: 9, ..ManagerConfig::default() },
             &if backfill {
                 PolicyConfig::Chunked(policy::ChunkedParams { chunk_backfill: true })
             } else {

@@ -95,7 +95,14 @@ fn assigned(manager: &Manager, device_id: u64) -> Assignment {
         bandwidth_kbps: 13736.0,
         tags: vec![],
     };
-    match manager.check_in(CheckIn { device_id, profile }).unwrap() {
+    match manager
+        .check_in(CheckIn {
+            device_id,
+            profile,
+            online_for_s: None,
+        })
+        .unwrap()
+    {
         CheckInReply::Assigned { assignment } => assignment,
         other => panic!("device {device_id} got no task: {other:?}"),
     }

@@ -35,32 +35,15 @@ use venn_core::admission::{
 };
 use venn_core::{CoreError, ResourceManager, Time};
 
-/// Most points a statement's value function may have.
-pub const MAX_VALUE_POINTS: usize = 64;
-/// Most outcomes a statement's rounds distribution may have.
-pub const MAX_OUTCOMES: usize = 64;
-
-/// The manager's bounds on a statement the core has validated: at most
-/// [`MAX_VALUE_POINTS`] value points and [`MAX_OUTCOMES`] outcomes, and its longest outcome
-/// (rounds × `round_s`) must end within the planning horizon — the controller keeps a
-/// price and a survival probability per slot of it, so an unbounded one would let one
-/// request allocate without limit.
+/// The manager's bound on a statement the core has validated (the core also caps value
+/// points and outcomes, [`venn_core::admission::MAX_POINTS`], for every driver): its
+/// longest outcome (rounds × `round_s`) must end within the planning horizon — the
+/// controller keeps a price and a survival probability per slot of it, so an unbounded one
+/// would let one request allocate without limit.
 pub fn check_statement(
     sow: &StatementOfWork,
     params: &AdmissionParams,
 ) -> Result<(), ServiceError> {
-    if sow.value.0.len() > MAX_VALUE_POINTS {
-        return Err(ServiceError::field(
-            "statement.value",
-            format!("at most {MAX_VALUE_POINTS} points"),
-        ));
-    }
-    if sow.rounds.0.len() > MAX_OUTCOMES {
-        return Err(ServiceError::field(
-            "statement.rounds",
-            format!("at most {MAX_OUTCOMES} outcomes"),
-        ));
-    }
     let longest = sow.rounds.0.iter().map(|o| o.0).max().unwrap_or(0);
     if longest as f64 * sow.round_s > params.horizon_s {
         return Err(ServiceError::field(

@@ -33,6 +33,14 @@ impl Clock {
         }
     }
 
+    /// Sets a manual clock to `t` seconds (no effect on the system clock): drivers that
+    /// replay a virtual timeline set each event's time exactly.
+    pub fn set(&self, t: f64) {
+        if let Clock::Manual(c) = self {
+            c.store(t.to_bits(), Ordering::SeqCst);
+        }
+    }
+
     /// Moves a manual clock forward by `dt` seconds (no effect on the system clock).
     pub fn advance(&self, dt: f64) {
         if let Clock::Manual(t) = self {

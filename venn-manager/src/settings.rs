@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use venn_core::admission::AdmissionParams;
-use venn_core::{PolicyConfig, SupplyConfig};
+use venn_core::{FitRule, PolicyConfig, SupplyConfig};
 
 /// How the manager schedules and paces.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -14,6 +14,10 @@ pub struct Settings {
     pub supply: SupplyConfig,
     /// Seed of the core's random generator.
     pub seed: u64,
+    /// How a device that says when it leaves (`online_for_s` at check-in) judges whether
+    /// an offered job fits ([`venn_core::fit`]).
+    #[serde(default)]
+    pub fit: FitRule,
     /// Seconds an idle device is told to wait before checking in again.
     pub retry_after_s: f64,
     /// Seconds past the round deadline a task's lease still runs.
@@ -35,6 +39,7 @@ impl Default for Settings {
             policy: PolicyConfig::default(),
             supply: SupplyConfig::default(),
             seed: 0,
+            fit: FitRule::default(),
             retry_after_s: 5.0,
             lease_grace_s: 30.0,
             round_grace_s: 60.0,

@@ -431,3 +431,40 @@ async fn every_client_error_is_json_and_names_the_problem() {
     let (_, v) = call(&app, "GET", "/v1/status", None, None).await;
     assert_eq!(v["jobs"].as_array().unwrap().len(), 0);
 }
+
+#[tokio::test]
+async fn a_device_that_says_when_it_leaves_takes_only_a_job_that_fits() {
+    let (m, _clock, _db) = manager("online-for");
+    let app = router(m.clone());
+    let (job, token) = register(&app, "fits").await;
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let body = |device: u64, online_for: &str| {
+        checkin_body(device, 1.0).replacen('{', &format!(r#"{{"online_for_s":{online_for},"#), 1)
+    };
+    // The job's task takes 30 + 10 s nominal: 20 s online is too short. The device is told
+    // to come back and the round's demand stays open.
+    let (s, v) = call(&app, "POST", "/v1/check-in", None, Some(&body(1, "20"))).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(v["retry_after_s"].as_f64().is_some(), "{v}");
+    let declined = m.with_core(|core, _| core.counters().offers_declined);
+    assert_eq!(declined, 1);
+    let (s, v) = call(&app, "POST", "/v1/check-in", None, Some(&body(2, "45"))).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["assignment"]["job_id"].as_u64(), Some(job), "{v}");
+    for bad in ["-1", "1e12"] {
+        let (s, v) = call(&app, "POST", "/v1/check-in", None, Some(&body(3, bad))).await;
+        assert_eq!(
+            (s, v["error"]["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("online_for_s")),
+            "{bad}: {v}"
+        );
+    }
+}

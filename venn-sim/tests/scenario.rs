@@ -33,7 +33,7 @@
 //! - t=280 J0 round 1: 1 of 2 → abort, retry (deadline 380).
 //! - i11 t=300 → J0, result 340; i12 t=309 slow → J0, result 379 → J0 done.
 
-use venn_core::{PolicyRegistry, RoundOutcome};
+use venn_core::{FitRule, PolicyRegistry, RoundOutcome};
 use venn_sim::engine::{
     AfterClose, Dispatch, RoundClose, SimConfig, SimError, SimHooks, SimInput, TaskResult, run,
     run_with_hooks,
@@ -144,14 +144,70 @@ fn scenario() -> SimInput {
     .unwrap()
 }
 
+/// The scenario checks the path where a device leaves mid-task and loses its result
+/// (i1, i10), so devices take every offered job (`fit = any`); under the default
+/// nominal-time rule they refuse instead (`nominal_fit_rule_scenario`).
 fn config() -> SimConfig {
     SimConfig {
         policy: "fifo".into(),
         grace_s: 0.0,
         window_s: 1000.0,
         dispatch_jitter_s: 0.0,
+        fit: FitRule::Any,
         ..SimConfig::default()
     }
+}
+
+/// The same input under the authors' rule: a device takes a job only if its nominal 40 s
+/// task fits before it leaves. Worked out on paper:
+/// - i0 t=1 → J0 (result 41); i1 t=12, online until 30: 18 s left, so it refuses J0 and
+///   takes nothing; i2 t=20 → J0 (result 60), J0 fully assigned.
+/// - i3 t=25 {1} slow → J2 (result 95). J1's deadline at 55: nothing dispatched → abort,
+///   retry; i4 t=56 → J1, result 96 → J1 done (JCT 91).
+/// - J0 round 0 succeeds at 60 (results 41, 60); round 1 opens (deadline 160).
+///   i5 t=61 slow → J0 (result 131); i7 t=130 → J0 (result 170, too late) → abort at 160.
+/// - J2's deadline at 110: 1 of 4 dispatched < 0.5 × 4 → abort (deadline 210); i8 t=140 →
+///   J2 (result 180); at 210 still 1 dispatched → abort.
+/// - J0 retry (deadline 260): i9 t=190 → J0; i10 t=195, online until 215, refuses → abort
+///   at 260. Retry (deadline 360): i11 t=300 → J0 (340); i12 t=309 slow → J0 (379, late)
+///   → abort at 360. No check-ins follow, so J0 and J2 abort every 100 s to the horizon.
+#[test]
+fn nominal_fit_rule_scenario() {
+    #[derive(Default)]
+    struct Devices(Vec<u64>);
+    impl SimHooks for Devices {
+        fn on_dispatch(&mut self, d: &Dispatch) {
+            self.0.push(d.device);
+        }
+    }
+    let cfg = SimConfig {
+        fit: FitRule::Nominal,
+        ..config()
+    };
+    let mut seen = Devices::default();
+    let r = run_with_hooks(
+        &scenario(),
+        &cfg,
+        &PolicyRegistry::builtin(),
+        &mut seen,
+        |_, _| {},
+    )
+    .unwrap();
+    // Devices 1 and 10 refuse (too little time left), 6 is eligible for nothing.
+    assert_eq!(seen.0, vec![0, 2, 3, 4, 5, 7, 8, 9, 11, 12]);
+    let j: Vec<_> = r
+        .jobs
+        .iter()
+        .map(|j| (j.idx, j.finish_s, j.rounds, j.aborted_rounds))
+        .collect();
+    assert_eq!(
+        j,
+        vec![(0, None, 1, 9), (1, Some(96.0), 1, 1), (2, None, 0, 9)]
+    );
+    // Nobody took a task it would leave before finishing (the slow devices' late results
+    // still arrive: they are stragglers, not failures).
+    assert_eq!(r.summary.tasks_failed, 0);
+    assert_eq!((r.summary.results, r.summary.stragglers), (8, 2));
 }
 
 #[test]

@@ -112,7 +112,14 @@ pub(super) async fn run(sh: Arc<Shared>, index: usize) {
             sleep_until(end + EPS).await;
             continue;
         }
-        let reply = manager_call(&sh, sh.client.check_in(id, &sh.profiles[index])).await;
+        // The device knows when its session ends and says so: it is offered only jobs
+        // whose task fits before then.
+        let online_for = session_end.map(|end| end.saturating_duration_since(now).as_secs_f64());
+        let reply = manager_call(
+            &sh,
+            sh.client.check_in_for(id, &sh.profiles[index], online_for),
+        )
+        .await;
         let reply = match reply {
             Ok(r) => r,
             Err(e) => {

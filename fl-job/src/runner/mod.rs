@@ -22,6 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
 use venn_api::client::{JobSession, ManagerClient};
 use venn_api::manager::{RegisterJob, SubmitRound};
+use venn_core::rules::RoundRule;
 use venn_core::{RoundOutcome, TaskCost};
 
 /// Where the job runs and reports.
@@ -184,6 +185,22 @@ async fn rounds_loop(
                 shared.closed.fetch_add(1, Ordering::SeqCst);
                 g.take()
             };
+            // At the deadline the round may still count: venn-core's rule (the one the
+            // simulator applies) with the manager's count of dispatched devices.
+            let have = slot.as_ref().map_or(0, |s| s.accepted.len()) as u32;
+            let enough = enough
+                || (have > 0
+                    && {
+                        let rule = RoundRule::new(cfg.demand(), cfg.min_response_fraction)
+                            .closing_at(needed as u32);
+                        match api.client().round(api.job_id, sub.round).await {
+                            Ok(st) => rule.at_deadline(st.assigned, have) == RoundOutcome::Success,
+                            Err(e) => {
+                                tracing::warn!(job = api.job_id, round = r, error = %e, "round status unavailable at the deadline");
+                                false
+                            }
+                        }
+                    });
             // Aggregate before closing: a round whose updates cannot be combined into a
             // finite model is aborted and retried like one that missed its deadline, so
             // one bad device cannot end the job.

@@ -77,15 +77,27 @@ impl ManagerClient {
         call(PEER, self.http.get(self.url(&paths::round(id, round)))).await
     }
 
-    /// `POST /v1/check-in`.
+    /// `POST /v1/check-in` from a device that does not say when it leaves.
     pub async fn check_in(
         &self,
         device_id: u64,
         profile: &DeviceProfile,
     ) -> Result<CheckInReply, ClientError> {
+        self.check_in_for(device_id, profile, None).await
+    }
+
+    /// `POST /v1/check-in` from a device that expects to stay online `online_for_s` more
+    /// seconds (it is offered only jobs whose task fits, see [`CheckIn::online_for_s`]).
+    pub async fn check_in_for(
+        &self,
+        device_id: u64,
+        profile: &DeviceProfile,
+        online_for_s: Option<f64>,
+    ) -> Result<CheckInReply, ClientError> {
         let body = CheckIn {
             device_id,
             profile: profile.clone(),
+            online_for_s,
         };
         call(PEER, self.http.post(self.url(paths::CHECK_IN)).json(&body)).await
     }

@@ -48,6 +48,12 @@ impl ValueFn {
                 "needs at least one point",
             ));
         }
+        if p.len() > MAX_POINTS {
+            return Err(CoreError::invalid(
+                "statement.value",
+                format!("at most {MAX_POINTS} points"),
+            ));
+        }
         if p.iter()
             .any(|(t, v)| !(t.is_finite() && v.is_finite() && *t >= 0.0 && *v >= 0.0))
         {
@@ -126,6 +132,12 @@ impl RoundsDist {
                 "needs at least one outcome",
             ));
         }
+        if self.0.len() > MAX_POINTS {
+            return Err(CoreError::invalid(
+                "statement.rounds",
+                format!("at most {MAX_POINTS} outcomes"),
+            ));
+        }
         if self
             .0
             .iter()
@@ -147,8 +159,9 @@ impl RoundsDist {
     }
 }
 
-/// Most points a value function and most outcomes a rounds distribution may have.
-pub const MAX_POINTS: usize = 256;
+/// Most points a value function and most outcomes a rounds distribution may have: one
+/// limit for every driver (planning cost grows with both, under the live manager's lock).
+pub const MAX_POINTS: usize = 64;
 
 /// What a job tells the admission controller when it arrives.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,26 +1,42 @@
-//! The baselines: `random` (Meta's and Apple's managers: each check-in goes to a uniformly
-//! random eligible job), `random-order` (the paper's optimised baseline: each request draws
-//! a random priority), `fifo` (job arrival order, as the authors' `FIFOScheduler`: a job
-//! keeps its place across rounds), `fifo-request` (arrival order of the current round
-//! request: every new or retried round goes to the back) and `srsf` (smallest remaining
-//! demand of the current request first).
+//! The baselines, as the Venn authors define them (SymbioticLab/Venn, `src/baseline.py`):
+//!
+//! - `random` (`RandomScheduler`; Meta's and Apple's managers): the device is offered every
+//!   eligible job with open demand in a uniformly random order and takes the first whose
+//!   task fits its session;
+//! - `random-order` (`RandomOrderScheduler`, the paper's "Random"): each round request draws
+//!   a random priority; a job whose request has started getting devices keeps being offered
+//!   first until that request's demand is met (rounds are filled one at a time, not
+//!   interleaved), then the others by priority; one job per offer;
+//! - `fifo` (`FIFOScheduler`): job arrival order, a job keeps its place across rounds; one
+//!   job per offer;
+//! - `fifo-request` (`FIFOReqScheduler`): arrival order of the current round request, so
+//!   every new or retried round goes to the back; one job per offer;
+//! - `srsf` (`SmallReqScheduler`): every eligible job with open demand, ordered by each
+//!   job's remaining demand *as of the last round request to arrive* (the order is only
+//!   recomputed then), ties by the order of the jobs' first requests; the device takes the
+//!   first that fits.
 
 use super::{DeviceCtx, Policy, RequestPlan, SchedView};
 use crate::hash::FastMap;
 use crate::ids::JobId;
 use crate::job::JobState;
 use crate::rng::SeededRng;
+use std::collections::BTreeSet;
 
-/// Uniformly random eligible job per check-in.
+/// Every eligible job, in a uniformly random order per check-in.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Random;
 
-/// A random priority per round request: the framework's per-request ticket (see
-/// [`Policy::on_request`]), kept per job.
+/// A random priority per round request (the framework's per-request ticket, see
+/// [`Policy::on_request`]), with started requests served first.
 #[derive(Debug, Default, Clone)]
 pub struct RandomOrder {
     /// Priority of each job's current request, dropped when the job is removed.
     priority: FastMap<JobId, f64>,
+    /// Jobs offered a device since their current request's demand was last met, served
+    /// before every other job, smallest id first (the authors keep a Python set of small
+    /// integers, which iterates in about that order).
+    running: BTreeSet<JobId>,
 }
 
 /// First come, first served by job arrival.
@@ -31,9 +47,15 @@ pub struct Fifo;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FifoRequest;
 
-/// Smallest remaining demand of the current request first.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Srsf;
+/// Smallest remaining demand first, as of the last round request to arrive.
+#[derive(Debug, Default, Clone)]
+pub struct Srsf {
+    /// Each queued job's remaining demand when the last request arrived.
+    remaining: FastMap<JobId, u32>,
+    /// Order of each job's first request (the tie-break).
+    first_request: FastMap<JobId, u32>,
+    next_first: u32,
+}
 
 fn submitted(job: &JobState) -> f64 {
     job.current
@@ -48,13 +70,25 @@ impl Policy for Random {
     fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
         submitted(job)
     }
-    fn select(
+    fn offer(
         &mut self,
         v: &SchedView<'_>,
         d: &DeviceCtx<'_>,
         rng: &mut SeededRng,
-    ) -> Option<JobId> {
-        v.random_job(d, rng)
+        offer: &mut Vec<JobId>,
+    ) {
+        v.all_accepting(d, offer);
+        // A Fisher-Yates shuffle drawn only as far as the first job that fits: the device
+        // never looks past it, so the rest of the order need not be drawn.
+        let n = offer.len();
+        for i in 0..n {
+            let k = i + rng.below((n - i) as u64) as usize;
+            offer.swap(i, k);
+            if v.fits(offer[i], d) {
+                offer.truncate(i + 1);
+                return;
+            }
+        }
     }
 }
 
@@ -83,9 +117,25 @@ impl Policy for RandomOrder {
     }
     fn on_job_removed(&mut self, job: &JobState) {
         self.priority.remove(&job.id);
+        self.running.remove(&job.id);
+    }
+    fn on_assigned(&mut self, job: &JobState) {
+        if job.open_demand() == 0 {
+            self.running.remove(&job.id);
+        }
     }
     fn select(&mut self, v: &SchedView<'_>, d: &DeviceCtx<'_>, _: &mut SeededRng) -> Option<JobId> {
-        v.best_head(d)
+        let started = self.running.iter().copied().find(|&j| {
+            v.jobs
+                .get(&j)
+                .is_some_and(|s| d.eligible.contains(s.group) && v.accepts(j, d))
+        });
+        if started.is_some() {
+            return started;
+        }
+        let j = v.best_head(d)?;
+        self.running.insert(j);
+        Some(j)
     }
 }
 
@@ -113,14 +163,69 @@ impl Policy for FifoRequest {
     }
 }
 
+impl Srsf {
+    /// Re-reads every queued job's remaining demand (the authors' `_cal_job_scores`).
+    fn snapshot(&mut self, view: &SchedView<'_>) {
+        self.remaining.clear();
+        for (id, j) in view.jobs {
+            let open = j.open_demand();
+            if j.current.is_some() && open > 0 {
+                self.remaining.insert(*id, open);
+            }
+        }
+    }
+}
+
+/// Tie-break orders above this share a key's fractional part (never reached: it would
+/// take a million jobs).
+const MAX_TIE_ORDER: f64 = (1u64 << 20) as f64;
+
 impl Policy for Srsf {
     fn name(&self) -> &'static str {
         "srsf"
     }
     fn queue_key(&self, job: &JobState, _: &SchedView<'_>) -> f64 {
-        job.open_demand() as f64
+        let Some(&rem) = self.remaining.get(&job.id) else {
+            return f64::INFINITY;
+        };
+        // Remaining demand, ties by first-request order in the fraction (exact in an f64:
+        // 32 integer bits + 20 fraction bits).
+        let order = self.first_request.get(&job.id).copied().unwrap_or(0);
+        f64::from(rem) + f64::from(order).min(MAX_TIE_ORDER - 1.0) / MAX_TIE_ORDER
     }
-    fn select(&mut self, v: &SchedView<'_>, d: &DeviceCtx<'_>, _: &mut SeededRng) -> Option<JobId> {
-        v.best_head(d)
+    fn on_request(
+        &mut self,
+        job: &JobState,
+        view: &SchedView<'_>,
+        _: f64,
+        _: &mut SeededRng,
+    ) -> RequestPlan {
+        self.first_request.entry(job.id).or_insert_with(|| {
+            self.next_first += 1;
+            self.next_first - 1
+        });
+        self.snapshot(view);
+        RequestPlan::default()
+    }
+    fn on_restore(&mut self, job: &JobState, view: &SchedView<'_>, _: f64) {
+        self.first_request.entry(job.id).or_insert_with(|| {
+            self.next_first += 1;
+            self.next_first - 1
+        });
+        self.snapshot(view);
+    }
+    fn on_job_removed(&mut self, job: &JobState) {
+        self.remaining.remove(&job.id);
+        self.first_request.remove(&job.id);
+    }
+    fn offer(
+        &mut self,
+        v: &SchedView<'_>,
+        d: &DeviceCtx<'_>,
+        _: &mut SeededRng,
+        offer: &mut Vec<JobId>,
+    ) {
+        v.all_accepting(d, offer);
+        offer.sort_unstable_by(|&a, &b| v.key(a).total_cmp(&v.key(b)).then(a.cmp(&b)));
     }
 }

@@ -7,9 +7,13 @@
 //!   round;
 //! - **plan** ([`Policy::plan`]): re-planning when queues change (request arrival,
 //!   fulfilment, close), never per check-in;
-//! - **score/select** ([`Policy::select`]): the job an arriving device goes to;
+//! - **score/offer** ([`Policy::offer`], or [`Policy::select`] for a one-job offer): the
+//!   ordered list of jobs offered to an arriving device;
+//! - **accept** (the framework, [`SchedView::fits`]): the device takes the first offered
+//!   job whose task fits before its session ends ([`crate::fit`]), or nothing;
 //! - **reserve/bind** (the framework, in [`crate::ResourceManager::check_in`]);
 //! - **lifecycle hooks**: [`Policy::on_request`] (a round request arrives),
+//!   [`Policy::on_assigned`] (a device was bound to a job),
 //!   [`Policy::on_job_removed`] (a job finished or was cancelled) and
 //!   [`Policy::on_restore`] (an open round was restored after a manager restart), so a
 //!   policy keeps its own per-job state.
@@ -45,6 +49,7 @@ pub use registry::PolicyRegistry;
 pub use tier::{TierParams, choose_tier};
 pub use venn::Venn;
 
+use crate::fit::FitRule;
 use crate::groups::Groups;
 use crate::groupset::{GroupIdx, GroupSet};
 use crate::hash::FastMap;
@@ -77,6 +82,10 @@ pub struct DeviceCtx<'a> {
     pub class: ClassIdx,
     /// Groups that admit it and have open demand (never empty when a policy is asked).
     pub eligible: GroupSet,
+    /// When it expects to go offline, if it said so.
+    pub online_until: Option<Time>,
+    /// How it judges whether a task fits before then.
+    pub fit: FitRule,
 }
 
 impl SchedView<'_> {
@@ -96,6 +105,33 @@ impl SchedView<'_> {
         match &r.tier {
             None => true,
             Some(band) => band.contains(dev.profile.task_seconds(j.spec.task_cost)),
+        }
+    }
+
+    /// The accept step: would the device take `job`'s task, i.e. does it fit before the
+    /// device's session ends under its [`FitRule`]? A policy may use it to stop building
+    /// an offer at the first job that fits (the device never looks further).
+    pub fn fits(&self, job: JobId, dev: &DeviceCtx<'_>) -> bool {
+        dev.online_until.is_none()
+            || self.jobs.get(&job).is_some_and(|j| {
+                dev.fit
+                    .fits(j.spec.task_cost, dev.profile, self.now, dev.online_until)
+            })
+    }
+
+    /// Every accepting job in the device's eligible groups, appended to `out` in queue
+    /// order within each group.
+    pub fn all_accepting(&self, dev: &DeviceCtx<'_>, out: &mut Vec<JobId>) {
+        for g in dev.eligible.iter() {
+            if let Some(group) = self.groups.get(g) {
+                out.extend(
+                    group
+                        .queue
+                        .iter()
+                        .copied()
+                        .filter(|&j| self.accepts(j, dev)),
+                );
+            }
         }
     }
 
@@ -133,33 +169,6 @@ impl SchedView<'_> {
             .get(&job)
             .and_then(|j| j.current.as_ref())
             .map_or(f64::INFINITY, |r| r.submitted_at.secs())
-    }
-
-    /// A uniformly random accepting job among all eligible groups' queues.
-    pub fn random_job(&self, dev: &DeviceCtx<'_>, rng: &mut SeededRng) -> Option<JobId> {
-        let total: usize = dev
-            .eligible
-            .iter()
-            .filter_map(|g| self.groups.get(g))
-            .map(|g| g.queue.len())
-            .sum();
-        if total == 0 {
-            return None;
-        }
-        let mut pick = rng.below(total as u64) as usize;
-        for g in dev.eligible.iter() {
-            let q = &self.groups.get(g)?.queue;
-            if pick < q.len() {
-                let j = q[pick];
-                if self.accepts(j, dev) {
-                    return Some(j);
-                }
-                break;
-            }
-            pick -= q.len();
-        }
-        // The drawn job refused the device (tier band): fall back to any accepting job.
-        dev.eligible.iter().find_map(|g| self.first_fit(g, dev))
     }
 
     /// Number of registered jobs (M in the fair-share JCT).
@@ -215,12 +224,36 @@ pub trait Policy: Send + std::fmt::Debug {
     /// Re-plan after queues changed.
     fn plan(&mut self, _view: &SchedView<'_>) {}
 
-    /// The job the device goes to; `None` leaves it idle. Must return a job for which
-    /// [`SchedView::accepts`] holds (the framework checks).
+    /// A one-job offer: the job the device is offered; `None` leaves it idle. Must return
+    /// a job for which [`SchedView::accepts`] holds (the framework checks). If the job's
+    /// task does not fit the device's session ([`SchedView::fits`]), the device takes
+    /// nothing. Implement this or [`Policy::offer`]; the default offers nothing.
     fn select(
+        &mut self,
+        _view: &SchedView<'_>,
+        _dev: &DeviceCtx<'_>,
+        _rng: &mut SeededRng,
+    ) -> Option<JobId> {
+        None
+    }
+
+    /// The ordered offer: pushes onto `offer` (empty on entry) the jobs offered to the
+    /// device, best first. The device takes the first that [`SchedView::accepts`] it and
+    /// whose task fits its session ([`SchedView::fits`]), or nothing — and then no job's
+    /// demand is consumed. The default offers [`Policy::select`]'s one job.
+    fn offer(
         &mut self,
         view: &SchedView<'_>,
         dev: &DeviceCtx<'_>,
         rng: &mut SeededRng,
-    ) -> Option<JobId>;
+        offer: &mut Vec<JobId>,
+    ) {
+        if let Some(j) = self.select(view, dev, rng) {
+            offer.push(j);
+        }
+    }
+
+    /// Called after a device was bound to `job`'s open round (its state already counts
+    /// the new task), e.g. to notice that the round's demand is now met.
+    fn on_assigned(&mut self, _job: &JobState) {}
 }

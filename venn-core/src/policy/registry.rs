@@ -178,7 +178,7 @@ fn builtin(cfg: &PolicyConfig) -> Result<Box<dyn Policy>, CoreError> {
         PolicyConfig::RandomOrder => Box::new(RandomOrder::default()),
         PolicyConfig::Fifo => Box::new(Fifo),
         PolicyConfig::FifoRequest => Box::new(FifoRequest),
-        PolicyConfig::Srsf => Box::new(Srsf),
+        PolicyConfig::Srsf => Box::new(Srsf::default()),
         PolicyConfig::Venn(p) => Box::new(Venn::new(p)),
         PolicyConfig::Irs(p) => Box::new(Venn::new(p.as_venn())),
         PolicyConfig::RandomDelay(p) => Box::new(RandomDelay::new(p)),

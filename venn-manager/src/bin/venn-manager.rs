@@ -5,7 +5,7 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
 use venn_core::admission::AdmissionParams;
-use venn_core::{PolicyArgs, PolicyConfig, PolicyKind, SupplyConfig};
+use venn_core::{FitRule, PolicyArgs, PolicyConfig, PolicyKind, SupplyConfig};
 use venn_manager::{Clock, Manager, Settings, server};
 
 /// Serve the Venn resource manager: FL jobs register and submit round requests; devices
@@ -38,6 +38,12 @@ struct Args {
     /// Seed of the scheduler's random generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// How a device that says when it goes offline (`online_for_s` in its check-in)
+    /// judges an offered job: `nominal` (the job's compute + transfer time on the
+    /// reference device, the authors' rule), `device-speed` (its own time) or `any`.
+    /// The device takes the first offered job that fits, or nothing.
+    #[arg(long, value_enum, default_value_t = FitRule::Nominal)]
+    fit: FitRule,
     /// Turn on posted-price admission control (off by default: every job is registered as
     /// before). Each job must then register with a statement of work — value over
     /// completion time, rounds as a distribution, devices per round, seconds per round.
@@ -84,6 +90,7 @@ async fn main() -> anyhow::Result<()> {
             ..SupplyConfig::default()
         },
         seed: a.seed,
+        fit: a.fit,
         retry_after_s: a.retry_after_s,
         admission: a.admission.then_some(AdmissionParams {
             slot_s: a.admission_slot_s,

@@ -22,6 +22,16 @@ impl Manager {
                 "ms_per_sample and bandwidth_kbps must be positive",
             ));
         }
+        let online_for = match req.online_for_s {
+            None => None,
+            Some(v) if v.is_finite() && (0.0..=MAX_ONLINE_FOR_S).contains(&v) => Some(v),
+            Some(_) => {
+                return Err(ServiceError::field(
+                    "online_for_s",
+                    format!("must be a number of seconds in [0, {MAX_ONLINE_FOR_S}]"),
+                ));
+            }
+        };
         let now = self.clock.now();
         let bucket_len = self.settings.supply.window_s / self.settings.supply.buckets as f64;
         let bucket = (now.secs() / bucket_len).floor() as i64;
@@ -32,7 +42,10 @@ impl Manager {
             adm.count_check_in(now);
         }
         let t0 = Instant::now();
-        let decision = g.core.check_in(DeviceId(req.device_id), p, now);
+        let online_until = online_for.map(|s| Time(now.secs() + s));
+        let decision = g
+            .core
+            .check_in_until(DeviceId(req.device_id), p, now, online_until);
         self.metrics.observe_decision(t0.elapsed().as_secs_f64());
         let Decision::Assigned { job, round } = decision else {
             *g.checkin_buf.entry((bucket, profile_key)).or_default() += 1;

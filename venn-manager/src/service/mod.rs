@@ -119,6 +119,7 @@ impl Manager {
         let cfg = ManagerConfig {
             supply: settings.supply,
             seed: settings.seed,
+            fit: settings.fit,
         };
         let mut core = ResourceManager::with_registry(cfg, &settings.policy, registry)?;
         // Profiles come from anonymous clients: key their hash with a secret.

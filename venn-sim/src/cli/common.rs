@@ -55,6 +55,11 @@ pub struct SimArgs {
     /// Times a task pays the transfer term (the authors' client: 2).
     #[arg(long)]
     pub comm_trips: Option<f64>,
+    /// How a device judges an offered job (it takes the first that fits before it goes
+    /// offline): `nominal` (the authors' client: compute + transfer time on the
+    /// reference device), `device-speed` (its own time) or `any`.
+    #[arg(long, value_enum)]
+    pub fit: Option<venn_core::FitRule>,
     /// Stop at this simulated second (default: end of the replay).
     #[arg(long)]
     pub horizon: Option<f64>,
@@ -83,6 +88,9 @@ impl SimArgs {
         }
         if let Some(v) = self.comm_trips {
             c.comm_trips = v;
+        }
+        if let Some(v) = self.fit {
+            c.fit = v;
         }
         if let Some(v) = self.horizon {
             c.horizon_s = Some(v);

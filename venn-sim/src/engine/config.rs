@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use venn_core::{ManagerConfig, PolicyConfig, SupplyConfig};
+use venn_core::{FitRule, ManagerConfig, PolicyConfig, SupplyConfig};
 
 use super::admission::AdmissionSim;
 use super::error::SimError;
@@ -47,6 +47,10 @@ pub struct SimConfig {
     /// task model (`comm × 13736 / kbps`); the authors' client charges 2
     /// (download and upload).
     pub comm_trips: f64,
+    /// How a device judges whether an offered job's task fits before it goes offline:
+    /// `nominal` (the authors' client: compute + transfer on the reference device),
+    /// `device-speed` or `any` ([`venn_core::fit`]).
+    pub fit: FitRule,
     /// Admission control with statements of work (`[admission]`); off when absent.
     pub admission: Option<AdmissionSim>,
 }
@@ -65,6 +69,7 @@ impl Default for SimConfig {
             one_assignment_per_checkin: true,
             dispatch_jitter_s: 2.0,
             comm_trips: 1.0,
+            fit: FitRule::Nominal,
             admission: None,
         }
     }
@@ -104,6 +109,7 @@ impl SimConfig {
                 ..SupplyConfig::default()
             },
             seed: self.seed,
+            fit: self.fit,
         }
     }
 

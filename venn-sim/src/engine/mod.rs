@@ -23,9 +23,12 @@
 //!   twice). The task starts `U(0, dispatch_jitter_s)` after the check-in (the
 //!   authors' 0–2 s dispatch noise). A device that goes offline before the
 //!   task ends loses its result; the core hears `task_failed` when it drops.
-//!   The authors' client also refuses a task whose *nominal* length (50 s)
-//!   exceeds its remaining online time; with the 80 s grace no check-in is
-//!   that short, so the rule is not modelled.
+//! - **Offers.** The policy offers the device an ordered list of jobs
+//!   (`srsf` and `random` the whole eligible list, the others one job); the
+//!   device takes the first whose task fits before it goes offline, judged at
+//!   the start of the task (after the dispatch noise) by `fit`: the *nominal*
+//!   time `workload + comm_trips × comm` by default, as the authors' client.
+//!   A device that takes nothing consumes no demand.
 //! - **Rounds.** A job opens round 0 at its arrival and the next round the
 //!   instant the previous one closes. A round closes as a success as soon as
 //!   `ceil(min_response_fraction × demand)` results arrive. Otherwise it closes

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use venn_core::{
     Decision, DeviceId, JobId, JobSpec, PolicyRegistry, ResourceManager, RoundId, RoundOutcome,
-    RoundRequest, TaskCost, Time,
+    RoundRequest, TaskCost, Time, rules::RoundRule,
 };
 
 use super::admission::{AdmissionMode, AdmissionRun, AdmissionSummary};
@@ -28,7 +28,7 @@ use venn_traces::ReplayOptions;
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
 /// The engine's view of one job.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct JobRun {
     /// Round attempts opened so far; tags events of the current attempt.
     attempt: u32,
@@ -36,8 +36,8 @@ struct JobRun {
     open: bool,
     assigned: u32,
     results: u32,
-    /// Results that close the round early: `ceil(demand × fraction)`.
-    need: u32,
+    /// The current round's close rule (venn-core's, shared with the live runner).
+    rule: RoundRule,
     rounds_done: u32,
     aborted: u32,
     sched_delay: f64,
@@ -52,6 +52,31 @@ struct JobRun {
     launch: Option<f64>,
     value: Option<f64>,
     payment: Option<f64>,
+}
+
+impl JobRun {
+    fn new() -> Self {
+        JobRun {
+            attempt: 0,
+            round: 0,
+            open: false,
+            assigned: 0,
+            results: 0,
+            rule: RoundRule::new(1, 1.0),
+            rounds_done: 0,
+            aborted: 0,
+            sched_delay: 0.0,
+            response_collection: 0.0,
+            finish: None,
+            fair_share: None,
+            cost: TaskCost::default(),
+            target: 0,
+            admission: Admit::Off,
+            launch: None,
+            value: None,
+            payment: None,
+        }
+    }
 }
 
 /// Where a job stands with admission control.
@@ -133,7 +158,7 @@ pub fn run_with_hooks<H: SimHooks>(
         cfg,
         rm,
         queue: EventQueue::with_capacity(1 << 16),
-        runs: vec![JobRun::default(); input.jobs.len()],
+        runs: vec![JobRun::new(); input.jobs.len()],
         rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_d15b_a7c4),
         finished: 0,
         s: Summary {
@@ -245,9 +270,20 @@ impl<H: SimHooks> Engine<'_, H> {
             a.slot_check_ins += 1;
         }
         let profile = self.input.devices.profile(slot);
-        let Decision::Assigned { job, round } =
-            self.rm.check_in(DeviceId(device), profile, Time(now))
-        else {
+        // The dispatch noise is drawn first: the device judges whether an offered task
+        // fits when the assignment reaches it (the authors' ASSIGN event), so the core
+        // sees the session end less the noise.
+        let jitter = if self.cfg.dispatch_jitter_s > 0.0 {
+            self.rng.random::<f64>() * self.cfg.dispatch_jitter_s
+        } else {
+            0.0
+        };
+        let Decision::Assigned { job, round } = self.rm.check_in_until(
+            DeviceId(device),
+            profile,
+            Time(now),
+            Some(Time(online_until - jitter)),
+        ) else {
             return;
         };
         self.s.assignments += 1;
@@ -255,11 +291,7 @@ impl<H: SimHooks> Engine<'_, H> {
         let run = &mut self.runs[j];
         debug_assert!(run.open && run.round == round.0);
         run.assigned += 1;
-        let start = if self.cfg.dispatch_jitter_s > 0.0 {
-            now + self.rng.random::<f64>() * self.cfg.dispatch_jitter_s
-        } else {
-            now
-        };
+        let start = now + jitter;
         let end = start + profile.task_seconds(run.cost);
         let ok = end <= online_until;
         self.hooks.on_dispatch(&Dispatch {
@@ -302,16 +334,7 @@ impl<H: SimHooks> Engine<'_, H> {
                 }
                 // The authors' rule: at the deadline the round still counts if
                 // enough devices were dispatched and enough of those returned.
-                let row = &self.input.jobs[j].row;
-                let frac = row.min_response_fraction;
-                let dispatched_ok = f64::from(run.assigned) >= f64::from(row.demand) * frac;
-                let returned_ok =
-                    f64::from(run.results) >= f64::from(run.assigned.min(row.demand)) * frac;
-                let outcome = if dispatched_ok && returned_ok && run.results > 0 {
-                    RoundOutcome::Success
-                } else {
-                    RoundOutcome::Abort
-                };
+                let outcome = run.rule.at_deadline(run.assigned, run.results);
                 self.close_round(j, now, outcome)?;
             }
             EventKind::TaskEnd {
@@ -340,7 +363,7 @@ impl<H: SimHooks> Engine<'_, H> {
                         });
                         let run = &mut self.runs[j];
                         run.results += 1;
-                        if run.results >= run.need {
+                        if run.rule.closes_early(run.results) {
                             self.close_round(j, now, RoundOutcome::Success)?;
                         }
                     } else {
@@ -476,9 +499,11 @@ impl<H: SimHooks> Engine<'_, H> {
         run.open = true;
         run.assigned = 0;
         run.results = 0;
-        run.need = self.input.jobs[j].close_at.unwrap_or_else(|| {
-            ((f64::from(row.demand) * row.min_response_fraction).ceil() as u32).max(1)
-        });
+        let rule = RoundRule::new(row.demand, row.min_response_fraction);
+        run.rule = match self.input.jobs[j].close_at {
+            Some(n) => rule.closing_at(n),
+            None => rule,
+        };
         let attempt = run.attempt;
         self.queue.push(
             deadline,

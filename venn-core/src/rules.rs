@@ -1,0 +1,92 @@
+//! When a round closes, and how: one rule for the simulator and the live job runner.
+//!
+//! A round closes as a success as soon as [`RoundRule::close_at`] results are in
+//! (`ceil(fraction × demand)` unless the job over-commits and names its own count).
+//! Otherwise it closes at its deadline, and the Venn authors' rule decides
+//! (SymbioticLab/Venn, `GoogleJob.close_round`): a success if at least `fraction × demand`
+//! devices were dispatched and at least `fraction × min(dispatched, demand)` of them
+//! returned (and at least one did), else an abort that the job retries.
+
+use crate::job::RoundOutcome;
+use serde::{Deserialize, Serialize};
+
+/// The close rule of one round request.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoundRule {
+    /// Devices requested.
+    pub demand: u32,
+    /// Minimum share of the demand that must respond, in (0, 1].
+    pub min_response_fraction: f64,
+    /// Results that close the round early as a success.
+    pub close_at: u32,
+}
+
+impl RoundRule {
+    /// The rule of a request for `demand` devices of which `fraction` must respond:
+    /// closes early at `ceil(fraction × demand)` results (at least 1).
+    pub fn new(demand: u32, min_response_fraction: f64) -> Self {
+        RoundRule {
+            demand,
+            min_response_fraction,
+            close_at: ((f64::from(demand) * min_response_fraction).ceil() as u32).max(1),
+        }
+    }
+
+    /// Closes early at `results` results instead (a job that over-commits its demand to
+    /// reach a target count).
+    pub fn closing_at(mut self, results: u32) -> Self {
+        self.close_at = results.max(1);
+        self
+    }
+
+    /// Do `results` results close the round before its deadline?
+    pub fn closes_early(&self, results: u32) -> bool {
+        results >= self.close_at
+    }
+
+    /// The outcome at the deadline, with `dispatched` devices assigned and `results`
+    /// returned (the authors' rule).
+    pub fn at_deadline(&self, dispatched: u32, results: u32) -> RoundOutcome {
+        let frac = self.min_response_fraction;
+        let dispatched_ok = f64::from(dispatched) >= f64::from(self.demand) * frac;
+        let returned_ok = f64::from(results) >= f64::from(dispatched.min(self.demand)) * frac;
+        if results > 0 && (self.closes_early(results) || (dispatched_ok && returned_ok)) {
+            RoundOutcome::Success
+        } else {
+            RoundOutcome::Abort
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn early_close_at_the_rounded_up_share() {
+        let r = RoundRule::new(4, 0.5);
+        assert_eq!(r.close_at, 2);
+        assert!(!r.closes_early(1) && r.closes_early(2));
+        assert_eq!(RoundRule::new(10, 0.8).close_at, 8);
+        assert_eq!(RoundRule::new(1, 0.01).close_at, 1);
+        assert_eq!(RoundRule::new(10, 0.8).closing_at(3).close_at, 3);
+    }
+
+    #[test]
+    fn the_authors_deadline_rule() {
+        let r = RoundRule::new(10, 0.8);
+        // 8 dispatched, 7 returned: 7 ≥ 0.8 × 8 — a success with fewer than close_at.
+        assert_eq!(r.at_deadline(8, 7), RoundOutcome::Success);
+        // Too few dispatched.
+        assert_eq!(r.at_deadline(7, 7), RoundOutcome::Abort);
+        // Enough dispatched, too few returned.
+        assert_eq!(r.at_deadline(10, 7), RoundOutcome::Abort);
+        // Nothing returned is never a success.
+        assert_eq!(
+            RoundRule::new(1, 0.01).at_deadline(0, 0),
+            RoundOutcome::Abort
+        );
+        // Over-dispatched rounds judge returns against the demand.
+        assert_eq!(r.at_deadline(20, 8), RoundOutcome::Success);
+    }
+}

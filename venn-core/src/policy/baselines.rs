@@ -77,6 +77,36 @@ impl Policy for Random {
         rng: &mut SeededRng,
         offer: &mut Vec<JobId>,
     ) {
+        // The device takes the first job of a uniformly shuffled list that fits: that is a
+        // uniform draw among the jobs that accept and fit it. Drawn by rejection from the
+        // eligible queues first (one draw almost always suffices, and nothing is collected
+        // per check-in); after a few misses, the full shuffle.
+        let total: usize = d
+            .eligible
+            .iter()
+            .filter_map(|g| v.groups.get(g))
+            .map(|g| g.queue.len())
+            .sum();
+        if total == 0 {
+            return;
+        }
+        for _ in 0..REJECTION_TRIES {
+            let mut pick = rng.below(total as u64) as usize;
+            for g in d.eligible.iter() {
+                let Some(q) = v.groups.get(g).map(|g| &g.queue) else {
+                    continue;
+                };
+                if pick < q.len() {
+                    let j = q[pick];
+                    if v.accepts(j, d) && v.fits(j, d) {
+                        offer.push(j);
+                        return;
+                    }
+                    break;
+                }
+                pick -= q.len();
+            }
+        }
         v.all_accepting(d, offer);
         // A Fisher-Yates shuffle drawn only as far as the first job that fits: the device
         // never looks past it, so the rest of the order need not be drawn.
@@ -91,6 +121,9 @@ impl Policy for Random {
         }
     }
 }
+
+/// Rejection draws `random` makes before it shuffles the whole eligible list.
+const REJECTION_TRIES: usize = 4;
 
 impl Policy for RandomOrder {
     fn name(&self) -> &'static str {
@@ -225,7 +258,18 @@ impl Policy for Srsf {
         _: &mut SeededRng,
         offer: &mut Vec<JobId>,
     ) {
+        // The head of the offer is the best queue head; when it fits (nearly always), the
+        // device never looks further and the rest of the list need not be built.
+        if let Some(j) = v.best_head(d)
+            && v.fits(j, d)
+        {
+            offer.push(j);
+            return;
+        }
         v.all_accepting(d, offer);
-        offer.sort_unstable_by(|&a, &b| v.key(a).total_cmp(&v.key(b)).then(a.cmp(&b)));
+        let mut keyed: Vec<(f64, JobId)> = offer.iter().map(|&j| (v.key(j), j)).collect();
+        keyed.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        offer.clear();
+        offer.extend(keyed.into_iter().map(|k| k.1));
     }
 }

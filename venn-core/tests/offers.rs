@@ -165,24 +165,31 @@ fn srsf_does_not_reorder_when_devices_shrink_a_request_between_requests() {
     );
 }
 
+/// random-order with jobs a and b (3 devices each) and one device assigned: returns the
+/// manager, a, b and the job that got the device.
+fn two_jobs_one_started(seed: u64) -> (ResourceManager, JobId, JobId, JobId) {
+    let mut rm = ResourceManager::with_policy(
+        ManagerConfig {
+            seed,
+            ..ManagerConfig::default()
+        },
+        &PolicyConfig::named("random-order"),
+    )
+    .unwrap();
+    let a = job(&mut rm, "a", TaskCost::default());
+    let b = job(&mut rm, "b", TaskCost::default());
+    request(&mut rm, a, 3, 0.0);
+    request(&mut rm, b, 3, 0.0);
+    let first = assigned_job(rm.check_in(DeviceId(1), &phone(), Time(1.0))).unwrap();
+    (rm, a, b, first)
+}
+
 #[test]
 fn random_order_fills_a_started_request_before_offering_another_job() {
     // Two jobs; whichever the random priorities put first, once it has a device it keeps
     // getting them until its demand is met, even after the other job's new request.
     for seed in 0..20 {
-        let mut rm = ResourceManager::with_policy(
-            ManagerConfig {
-                seed,
-                ..ManagerConfig::default()
-            },
-            &PolicyConfig::named("random-order"),
-        )
-        .unwrap();
-        let a = job(&mut rm, "a", TaskCost::default());
-        let b = job(&mut rm, "b", TaskCost::default());
-        request(&mut rm, a, 3, 0.0);
-        request(&mut rm, b, 3, 0.0);
-        let first = assigned_job(rm.check_in(DeviceId(1), &phone(), Time(1.0))).unwrap();
+        let (mut rm, a, b, first) = two_jobs_one_started(seed);
         let other = if first == a { b } else { a };
         // The other job's request is re-submitted (new random priority) mid-way.
         let ro = rm.job(other).unwrap().current.as_ref().unwrap().round;
@@ -213,19 +220,7 @@ fn random_order_keeps_serving_a_started_job_across_an_aborted_round() {
     // that aborts half-filled keeps its job first for the retry.
     let mut found = false;
     for seed in 0..40 {
-        let mut rm = ResourceManager::with_policy(
-            ManagerConfig {
-                seed,
-                ..ManagerConfig::default()
-            },
-            &PolicyConfig::named("random-order"),
-        )
-        .unwrap();
-        let a = job(&mut rm, "a", TaskCost::default());
-        let b = job(&mut rm, "b", TaskCost::default());
-        request(&mut rm, a, 3, 0.0);
-        request(&mut rm, b, 3, 0.0);
-        let first = assigned_job(rm.check_in(DeviceId(1), &phone(), Time(1.0))).unwrap();
+        let (mut rm, a, b, first) = two_jobs_one_started(seed);
         let r = rm.job(first).unwrap().current.as_ref().unwrap().round;
         rm.close_round(first, r, RoundOutcome::Abort, Time(2.0))
             .unwrap();

@@ -197,6 +197,16 @@ impl Policy for FifoRequest {
 }
 
 impl Srsf {
+    /// A request of `job` arrived (or was restored): note its first request's order and
+    /// re-rank every job.
+    fn request_arrived(&mut self, job: &JobState, view: &SchedView<'_>) {
+        self.first_request.entry(job.id).or_insert_with(|| {
+            self.next_first += 1;
+            self.next_first - 1
+        });
+        self.snapshot(view);
+    }
+
     /// Re-reads every queued job's remaining demand (the authors' `_cal_job_scores`).
     fn snapshot(&mut self, view: &SchedView<'_>) {
         self.remaining.clear();
@@ -233,19 +243,11 @@ impl Policy for Srsf {
         _: f64,
         _: &mut SeededRng,
     ) -> RequestPlan {
-        self.first_request.entry(job.id).or_insert_with(|| {
-            self.next_first += 1;
-            self.next_first - 1
-        });
-        self.snapshot(view);
+        self.request_arrived(job, view);
         RequestPlan::default()
     }
     fn on_restore(&mut self, job: &JobState, view: &SchedView<'_>, _: f64) {
-        self.first_request.entry(job.id).or_insert_with(|| {
-            self.next_first += 1;
-            self.next_first - 1
-        });
-        self.snapshot(view);
+        self.request_arrived(job, view);
     }
     fn on_job_removed(&mut self, job: &JobState) {
         self.remaining.remove(&job.id);

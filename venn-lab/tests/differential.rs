@@ -274,8 +274,6 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> Vec<Step> {
     });
     let mut next = replay.next();
     let mut task_no = 0u32;
-    // Task ends carry (device, online_until) for the failure report: keep them aside.
-    let mut task_info: HashMap<u32, (usize, u32)> = HashMap::new();
     while l.finished < jobs {
         let te = l.heap.peek().map(|Reverse((t, _, _))| f64::from_bits(*t));
         let tc = next.as_ref().map(|c| c.start_s);
@@ -346,7 +344,6 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> Vec<Step> {
                             l.close(input, job, t, RoundOutcome::Success);
                         }
                     }
-                    task_info.remove(&task);
                 }
             }
         } else {
@@ -381,7 +378,6 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> Vec<Step> {
             let ok = end <= c.online_until_s;
             task_no += 1;
             l.tokens.insert(task_no, assignment.task_token);
-            task_info.insert(task_no, (j, attempt));
             l.push(
                 if ok { end } else { c.online_until_s },
                 Ev::TaskEnd {

@@ -14,6 +14,7 @@ fn controller() -> AdmissionController {
             epsilon: 0.0,
             price_min: 0.01,
             price_max: 1.0,
+            ..AdmissionParams::default()
         },
         CapacityForecast::Flat(100.0),
     )

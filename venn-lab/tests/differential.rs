@@ -1,6 +1,8 @@
 //! Differential test: one scripted scenario driven through venn-sim's engine and through
 //! venn-manager's service (SQLite and all) on a manual clock yields the same sequence of
-//! assignments and round outcomes, for every baseline and for venn.
+//! assignments and round outcomes, for every baseline and for venn — and, with posted-price
+//! admission on, the same admissions, declines, held launches and evictions across
+//! admission slot boundaries (venn-core's `SlotClock` on both sides).
 //!
 //! The scenario (seeded): a few hundred check-ins over an hour, some too short for a
 //! task (the device refuses the offer) or too short to finish it (the result is lost),
@@ -9,7 +11,11 @@
 //! The manager-side driver does what a live deployment does — devices check in with the
 //! time they have left, report results or failures, jobs close rounds by venn-core's
 //! `RoundRule` with the manager's count of dispatched devices — replaying the simulator's
-//! event order (results and deadlines before a check-in at the same instant).
+//! event order (results and deadlines before a check-in at the same instant). With
+//! admission, jobs register with the simulator's statements of work, a held job opens
+//! its first round at its plan's launch (as fl-job's runner does), and the driver calls
+//! the manager's admission tick at each `admission_timeout`, where the simulator has its
+//! slot event.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -17,12 +23,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use venn_api::manager::{CheckIn, CheckInReply, RegisterJob, SubmitRound};
+use venn_core::admission::AdmissionParams;
 use venn_core::job::TaskState;
 use venn_core::rules::RoundRule;
 use venn_core::{PolicyRegistry, RoundOutcome, TaskCost};
+use venn_manager::error::ServiceError;
 use venn_manager::{Clock, Manager, Settings};
+use venn_sim::engine::admission::{AdmissionSim, job_statements};
 use venn_sim::engine::{
-    AfterClose, Dispatch, RoundClose, SimConfig, SimError, SimHooks, SimInput, run_with_hooks,
+    AdmissionEvent, AfterClose, Dispatch, RoundClose, SimConfig, SimError, SimHooks, SimInput,
+    run_with_hooks,
 };
 use venn_traces::{
     AvailabilityTrace, CapacityTable, CheckInRow, DeviceCapacity, DeviceCatalog, EligibilityTable,
@@ -36,9 +46,14 @@ enum Step {
     Assign(f64, u64, usize, u32),
     /// (time, job index, round, outcome)
     Close(f64, usize, u32, RoundOutcome),
+    /// (arrival time, job index, launch time; `None`: declined)
+    Admit(f64, usize, Option<f64>),
+    /// (slot close time, job index)
+    Evict(f64, usize),
 }
 
-fn scenario(seed: u64) -> SimInput {
+/// `jobs` jobs arriving in the first `arrivals_s` seconds of an hour of 320 check-ins.
+fn scenario(seed: u64, jobs: usize, arrivals_s: f64) -> SimInput {
     let mut rng = StdRng::seed_from_u64(seed);
     let specs = SpecTable::from_specs(vec![
         Spec {
@@ -83,7 +98,9 @@ fn scenario(seed: u64) -> SimInput {
         eligibility: EligibilityTable::from_masks(masks),
         specs,
     };
-    let mut arrivals: Vec<f64> = (0..4).map(|_| rng.random_range(0.0..600.0)).collect();
+    let mut arrivals: Vec<f64> = (0..jobs)
+        .map(|_| rng.random_range(0.0..arrivals_s))
+        .collect();
     arrivals.sort_by(f64::total_cmp);
     let jobs: Vec<JobRow> = arrivals
         .iter()
@@ -126,6 +143,26 @@ fn config(policy: &str) -> SimConfig {
     }
 }
 
+/// Posted-price admission over 300 s slots and a two-slot capacity window, with a prior
+/// of `prior` check-ins per slot: an optimistic prior admits more than the devices give,
+/// so slot closes evict; the cheapest jobs are worth less than their usage costs.
+fn admission(prior: f64) -> AdmissionSim {
+    AdmissionSim {
+        controller: AdmissionParams {
+            slot_s: 300.0,
+            horizon_s: 7_200.0,
+            epsilon: 0.0,
+            capacity_window_s: 600.0,
+            prior_per_slot: Some(prior),
+            ..AdmissionParams::default()
+        },
+        supply_share: 1.0,
+        // Some jobs worth less than even the floor price of their usage: declined.
+        value_density: [0.01, 1.0],
+        ..AdmissionSim::default()
+    }
+}
+
 #[derive(Default)]
 struct Record(Vec<Step>);
 
@@ -139,12 +176,27 @@ impl SimHooks for Record {
             .push(Step::Close(c.time_s, c.job, c.round, c.outcome));
         Ok(AfterClose::Continue)
     }
+    fn on_admission(&mut self, e: &AdmissionEvent) {
+        self.0.push(match *e {
+            AdmissionEvent::Admitted {
+                job,
+                time_s,
+                launch_s,
+            } => Step::Admit(time_s, job, Some(launch_s)),
+            AdmissionEvent::Declined { job, time_s } => Step::Admit(time_s, job, None),
+            AdmissionEvent::Evicted { job, time_s } => Step::Evict(time_s, job),
+        });
+    }
 }
 
 /// Events of the manager-side driver, ordered as the simulator orders its heap.
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Arrival(usize),
+    /// An admitted job's plan launches it: it opens its first round.
+    Launch(usize),
+    /// Admission control's slot timeout.
+    Slot,
     Deadline {
         job: usize,
         attempt: u32,
@@ -165,6 +217,9 @@ struct Live {
     results: Vec<u32>,
     rules: Vec<RoundRule>,
     done: Vec<u32>,
+    /// Successful rounds that complete each job (its real rounds under admission).
+    targets: Vec<u32>,
+    evicted: Vec<bool>,
     finished: usize,
     tokens: HashMap<u32, String>,
     heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
@@ -174,8 +229,6 @@ struct Live {
 }
 
 static DB: AtomicU32 = AtomicU32::new(0);
-/// Offers that no device could fit, over all live runs.
-static DECLINED: AtomicU32 = AtomicU32::new(0);
 
 impl Live {
     fn push(&mut self, t: f64, ev: Ev) {
@@ -218,7 +271,7 @@ impl Live {
         self.open[j] = None;
         if outcome == RoundOutcome::Success {
             self.done[j] += 1;
-            if self.done[j] >= input.jobs[j].row.rounds {
+            if self.done[j] >= self.targets[j] {
                 self.m.end_job(id, Some(&token), true).unwrap();
                 self.finished += 1;
                 return;
@@ -230,7 +283,8 @@ impl Live {
     }
 }
 
-fn live_run(input: &SimInput, cfg: &SimConfig) -> Vec<Step> {
+/// The live run's steps, and the offers no device could fit.
+fn live_run(input: &SimInput, cfg: &SimConfig) -> (Vec<Step>, u64) {
     let n = DB.fetch_add(1, Ordering::SeqCst);
     let db = std::env::temp_dir().join(format!(
         "venn-differential-{}-{n}.sqlite",
@@ -244,8 +298,10 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> Vec<Step> {
         supply: core.supply,
         seed: core.seed,
         fit: core.fit,
+        admission: cfg.admission.as_ref().map(|a| a.controller),
         ..Settings::default()
     };
+    let statements = job_statements(input, cfg);
     let m = Manager::open(settings, &db, clock.clone()).unwrap();
     let jobs = input.jobs.len();
     let mut l = Live {
@@ -256,6 +312,14 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> Vec<Step> {
         results: vec![0; jobs],
         rules: vec![RoundRule::new(1, 1.0); jobs],
         done: vec![0; jobs],
+        targets: (0..jobs)
+            .map(|j| {
+                statements
+                    .get(j)
+                    .map_or(input.jobs[j].row.rounds, |s| s.real_rounds)
+            })
+            .collect(),
+        evicted: vec![false; jobs],
         finished: 0,
         tokens: HashMap::new(),
         heap: BinaryHeap::new(),
@@ -265,6 +329,9 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> Vec<Step> {
     };
     for (j, job) in input.jobs.iter().enumerate() {
         l.push(job.row.arrival_s, Ev::Arrival(j));
+    }
+    if let Some(t) = l.m.admission_timeout() {
+        l.push(t.secs(), Ev::Slot);
     }
     let horizon = cfg.window_s;
     let mut replay = input.trace.replay(ReplayOptions {
@@ -293,22 +360,59 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> Vec<Step> {
             match l.events[i].1 {
                 Ev::Arrival(j) => {
                     let row = &input.jobs[j].row;
-                    let reg =
-                        l.m.register_job(RegisterJob {
-                            name: format!("job{}", row.idx),
-                            requirement: input.jobs[j].requirement.clone(),
-                            rounds: row.rounds,
-                            model_size_bytes: 1_000,
-                            plan_url: "http://127.0.0.1:9/plan".into(),
-                            task_cost: Some(TaskCost {
-                                compute_s: row.workload_s,
-                                comm_s: row.comm_s * cfg.comm_trips,
-                            }),
-                            statement: None,
-                        })
-                        .unwrap();
+                    let reg = l.m.register_job(RegisterJob {
+                        name: format!("job{}", row.idx),
+                        requirement: input.jobs[j].requirement.clone(),
+                        rounds: l.targets[j],
+                        model_size_bytes: 1_000,
+                        plan_url: "http://127.0.0.1:9/plan".into(),
+                        task_cost: Some(TaskCost {
+                            compute_s: row.workload_s,
+                            comm_s: row.comm_s * cfg.comm_trips,
+                        }),
+                        statement: statements.get(j).map(|s| s.reported.clone()),
+                    });
+                    let reg = match reg {
+                        Ok(reg) => reg,
+                        Err(ServiceError::Declined { .. }) => {
+                            l.steps.push(Step::Admit(t, j, None));
+                            l.finished += 1;
+                            continue;
+                        }
+                        Err(e) => panic!("job {j}: {e}"),
+                    };
                     l.ids[j] = Some((reg.job_id, reg.token));
-                    l.open_round(input, j, t);
+                    let launch = reg.plan.map(|p| p.launch_at.secs());
+                    if launch.is_some() {
+                        l.steps.push(Step::Admit(t, j, launch));
+                    }
+                    match launch {
+                        // Held: the job opens its first round at the launch, as fl-job does.
+                        Some(at) if at > t => l.push(at, Ev::Launch(j)),
+                        _ => l.open_round(input, j, t),
+                    }
+                }
+                Ev::Launch(j) => {
+                    if !l.evicted[j] {
+                        l.open_round(input, j, t);
+                    }
+                }
+                Ev::Slot => {
+                    for id in l.m.tick_admission().unwrap() {
+                        let j = l
+                            .ids
+                            .iter()
+                            .position(|x| x.as_ref().is_some_and(|(i, _)| *i == id))
+                            .unwrap();
+                        l.steps.push(Step::Evict(t, j));
+                        l.open[j] = None;
+                        l.evicted[j] = true;
+                        l.finished += 1;
+                    }
+                    if l.finished < jobs {
+                        let next = l.m.admission_timeout().expect("admission is on");
+                        l.push(next.secs(), Ev::Slot);
+                    }
                 }
                 Ev::Deadline { job, attempt } => {
                     let Some((round, a)) = l.open[job] else {
@@ -390,21 +494,18 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> Vec<Step> {
         }
     }
     let steps = std::mem::take(&mut l.steps);
-    DECLINED.fetch_add(
-        l.m.with_core(|core, _| core.counters().offers_declined) as u32,
-        Ordering::SeqCst,
-    );
+    let declined = l.m.with_core(|core, _| core.counters().offers_declined);
     // The manager (and its SQLite handle) goes before its file.
     drop(l);
     let _ = std::fs::remove_file(&db);
-    steps
+    (steps, declined)
 }
 
 #[test]
 fn the_simulator_and_the_live_manager_make_the_same_decisions() {
-    let (mut successes, mut aborts, mut runs) = (0, 0, 0);
+    let (mut successes, mut aborts, mut runs, mut declined) = (0, 0, 0, 0);
     for seed in [1, 2] {
-        let input = scenario(seed);
+        let input = scenario(seed, 4, 600.0);
         for policy in ["random", "random-order", "fifo", "srsf", "venn"] {
             let cfg = config(policy);
             let mut sim = Record::default();
@@ -416,22 +517,9 @@ fn the_simulator_and_the_live_manager_make_the_same_decisions() {
                 |_, _| {},
             )
             .unwrap();
-            let live = live_run(&input, &cfg);
-            let first_diff = sim
-                .0
-                .iter()
-                .zip(&live)
-                .position(|(a, b)| a != b)
-                .or((sim.0.len() != live.len()).then(|| sim.0.len().min(live.len())));
-            assert!(
-                sim.0 == live,
-                "{policy}, seed {seed}: {} simulated steps, {} live; first difference at {:?}: sim {:?}, live {:?}",
-                sim.0.len(),
-                live.len(),
-                first_diff,
-                first_diff.and_then(|i| sim.0.get(i)),
-                first_diff.and_then(|i| live.get(i)),
-            );
+            let (live, offers_declined) = live_run(&input, &cfg);
+            declined += offers_declined;
+            assert_same(&sim.0, &live, &format!("{policy}, seed {seed}"));
             let count = |o: RoundOutcome| {
                 live.iter()
                     .filter(|s| matches!(s, Step::Close(_, _, _, x) if *x == o))
@@ -445,13 +533,75 @@ fn the_simulator_and_the_live_manager_make_the_same_decisions() {
     // The scenario exercises what it claims to: rounds that succeed, rounds that abort and
     // are retried, and devices that refuse an offer they cannot finish.
     eprintln!(
-        "{runs} runs: {successes} successful rounds, {aborts} aborts, {} offers declined",
-        DECLINED.load(Ordering::SeqCst)
+        "{runs} runs: {successes} successful rounds, {aborts} aborts, {declined} offers declined"
     );
     assert!(
         successes >= 4 * runs,
         "{successes} successes in {runs} runs"
     );
     assert!(aborts >= runs, "{aborts} aborts in {runs} runs");
-    assert!(DECLINED.load(Ordering::SeqCst) > 0);
+    assert!(declined > 0);
+}
+
+fn assert_same(sim: &[Step], live: &[Step], what: &str) {
+    let first_diff = sim
+        .iter()
+        .zip(live)
+        .position(|(a, b)| a != b)
+        .or((sim.len() != live.len()).then(|| sim.len().min(live.len())));
+    assert!(
+        sim == live,
+        "{what}: {} simulated steps, {} live; first difference at {:?}: sim {:?}, live {:?}",
+        sim.len(),
+        live.len(),
+        first_diff,
+        first_diff.and_then(|i| sim.get(i)),
+        first_diff.and_then(|i| live.get(i)),
+    );
+}
+
+#[test]
+fn with_admission_both_admit_hold_and_evict_alike_across_slot_boundaries() {
+    let (mut admitted, mut held, mut declined, mut evicted, mut successes) = (0, 0, 0, 0, 0);
+    let mut runs = 0;
+    for seed in [3, 4] {
+        // Five jobs over the first 25 minutes: later arrivals are priced against a
+        // forecast that earlier slot closes moved.
+        let input = scenario(seed, 5, 1_500.0);
+        for policy in ["random-order", "fifo", "srsf", "venn"] {
+            let mut cfg = config(policy);
+            cfg.admission = Some(admission(120.0));
+            let mut sim = Record::default();
+            run_with_hooks(
+                &input,
+                &cfg,
+                &PolicyRegistry::builtin(),
+                &mut sim,
+                |_, _| {},
+            )
+            .unwrap();
+            let (live, _) = live_run(&input, &cfg);
+            assert_same(&sim.0, &live, &format!("admission, {policy}, seed {seed}"));
+            for s in &live {
+                match *s {
+                    Step::Admit(t, _, Some(at)) => {
+                        admitted += 1;
+                        held += usize::from(at > t);
+                    }
+                    Step::Admit(_, _, None) => declined += 1,
+                    Step::Evict(..) => evicted += 1,
+                    Step::Close(_, _, _, RoundOutcome::Success) => successes += 1,
+                    _ => {}
+                }
+            }
+            runs += 1;
+        }
+    }
+    eprintln!(
+        "{runs} runs with admission: {admitted} admitted ({held} held), {declined} declined, \
+         {evicted} evicted, {successes} successful rounds"
+    );
+    // The scenario exercises what it claims to.
+    assert!(admitted >= runs && held > 0 && declined > 0 && evicted > 0);
+    assert!(successes >= runs);
 }

@@ -1,39 +1,36 @@
 //! Admission control on the wall clock: `venn-core`'s posted-price
-//! [`AdmissionController`] fed by the live manager (switched on by
+//! [`AdmissionController`](venn_core::admission::AdmissionController) on its
+//! [`SlotClock`] — the simulator's rule for slots, realised capacity and the capacity
+//! forecast — fed by the live manager (switched on by
 //! [`Settings::admission`](crate::settings::Settings::admission)).
 //!
-//! - **Forecast.** The capacity the controller prices against is the check-in rate of all
-//!   devices in the supply estimator's window times the slot length
-//!   ([`CapacityForecast::Flat`]; until a whole slot has been observed, the check-ins seen
-//!   so far); the server's 1 s ticker refreshes it.
-//! - **Realised capacity.** When the ticker sees a slot boundary it closes each slot that
-//!   ended with [`AdmissionController::on_slot`]`(slot end, forecast)`: the supply
-//!   estimator's smoothed rate, as the simulator judges against a trailing one-day mean,
-//!   so a quiet night slot does not evict jobs whose usage is stated as a rate. Slots this
-//!   process watched less than half of (it started late in them, or was down) and slots
-//!   before any supply was seen are not judged. Check-ins are still counted per slot for
-//!   `/v1/status`. The controller learns its capacity error from the forecast in force
-//!   when each slot began against the one the slot is judged by, and widens plans'
-//!   eviction risk by it.
-//! - **Evictions** come back as [`Settlement`]s; the service removes those jobs from the
+//! - **Check-ins** are counted towards their slot as they arrive.
+//! - **Slots.** The server's 1 s ticker calls [`AdmissionState::handle_timeout`] once the
+//!   clock's [`poll_timeout`](SlotClock::poll_timeout) has passed: each slot that ended
+//!   is judged against the trailing one-day mean of realised capacity (the prior,
+//!   `--admission-prior`, standing in for slots not yet seen; without one the mean of the
+//!   judged slots, and before any is judged the most check-ins seen in one slot). Slots
+//!   this process watched less than half of, and slots before any supply was seen, are
+//!   not judged.
+//! - **Evictions** come back as [`Settlement`](venn_core::admission::Settlement)s; the service removes those jobs from the
 //!   core and marks them `evicted` in SQLite.
+//! - **Durability.** Judged slots and the open slot's tally are written to SQLite
+//!   (`admission_slots`), so a restart keeps the capacity history; admitted jobs are
+//!   persisted by the service and restored.
 //! - **Bounds.** Planning a statement costs one pass over the horizon plus its longest
 //!   outcome (prices and overflow risks), one sliding-window pass per distinct outcome
 //!   length, and (launch slots in the horizon) × (outcomes × value points), under the
 //!   manager's lock, so [`check_statement`] caps what one statement may ask for.
 //!
-//! The controller's running totals ([`AdmissionStats`]) count from this process's start;
-//! admitted jobs themselves survive restarts (the service persists each [`AdmittedJob`]
-//! and restores it).
+//! The controller's running totals ([`AdmissionStats`]) count from this process's start.
 
 use crate::error::ServiceError;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use venn_core::admission::{
-    AdmissionController, AdmissionParams, AdmissionStats, AdmittedJob, CapacityForecast,
-    Settlement, StatementOfWork,
+    Admission, AdmissionController, AdmissionParams, AdmissionStats, AdmittedJob, SavedSlot,
+    SlotClock, SlotsClosed, StatementOfWork,
 };
-use venn_core::{CoreError, ResourceManager, Time};
+use venn_core::{CoreError, JobId, Time};
 
 /// The manager's bound on a statement the core has validated (the core also caps value
 /// points and outcomes, [`venn_core::admission::MAX_POINTS`], for every driver): its
@@ -58,37 +55,10 @@ pub fn check_statement(
     Ok(())
 }
 
-/// Expected device check-ins per slot: the check-in rate of every device in the supply
-/// estimator's window times `slot_s` (0 before any device has checked in). Until a whole
-/// slot has been observed it is the check-ins seen so far rather than a rate
-/// extrapolated from the first seconds: devices come in waves, and over-admitting in a
-/// young manager's first minutes would end in evictions.
-pub fn supply_forecast(core: &ResourceManager, now: Time, slot_s: f64) -> f64 {
-    let supply = core.supply();
-    let seen: u64 = supply.classes().iter().map(|c| c.in_window).sum();
-    let span = supply
-        .effective_window(now)
-        .max(slot_s.min(supply.config().window_s));
-    seen as f64 / span * slot_s
-}
-
-/// The controller and the slot bookkeeping around it.
+/// The controller on venn-core's slot clock, as the manager holds it.
 #[derive(Debug)]
 pub struct AdmissionState {
-    ctl: AdmissionController,
-    /// The earliest slot not yet closed.
-    open_slot: u64,
-    /// Check-ins counted per slot not yet closed.
-    seen: BTreeMap<u64, u64>,
-    /// When this process started counting check-ins.
-    observed_from: Time,
-    /// The forecast last handed to the controller, check-ins per slot.
-    forecast: f64,
-    /// Whether any supply has been seen since start (slots before are not judged).
-    supply_seen: bool,
-    /// The forecast in force when each open slot began — what its plans were priced
-    /// against — so the controller learns how far realised capacity strays from it.
-    planned_with: BTreeMap<u64, f64>,
+    clock: SlotClock,
 }
 
 /// Admission control as `/v1/status` shows it.
@@ -114,106 +84,87 @@ pub struct AdmissionReport {
 }
 
 impl AdmissionState {
-    /// A controller with `params`, its forecast taken from `core`'s supply estimate.
+    /// A controller with `params` watching from `now`, its capacity history restored
+    /// from `saved` (what an earlier process wrote).
     pub fn new(
         params: AdmissionParams,
-        core: &ResourceManager,
         now: Time,
+        saved: Vec<SavedSlot>,
     ) -> Result<Self, CoreError> {
-        let forecast = supply_forecast(core, now, params.slot_s);
-        let ctl = AdmissionController::new(params, CapacityForecast::Flat(forecast))?;
-        Ok(AdmissionState {
-            open_slot: ctl.slot_of(now),
-            ctl,
-            seen: BTreeMap::new(),
-            observed_from: now,
-            forecast,
-            supply_seen: forecast > 0.0,
-            planned_with: BTreeMap::new(),
-        })
+        let mut clock = SlotClock::new(params, now)?;
+        clock.restore(saved);
+        Ok(AdmissionState { clock })
     }
 
     /// The controller.
     pub fn controller(&self) -> &AdmissionController {
-        &self.ctl
+        self.clock.controller()
     }
 
-    /// The controller, to submit, restore, finish or withdraw jobs.
+    /// The controller, to restore, finish or withdraw jobs.
     pub fn controller_mut(&mut self) -> &mut AdmissionController {
-        &mut self.ctl
+        self.clock.controller_mut()
+    }
+
+    /// Plans and admits or declines `sow` for `job` at `now`.
+    pub fn submit(
+        &mut self,
+        job: JobId,
+        sow: &StatementOfWork,
+        now: Time,
+    ) -> Result<Admission, CoreError> {
+        self.clock.submit(job, sow, now)
     }
 
     /// Counts one device check-in at `now` towards its slot's realised capacity.
     pub fn count_check_in(&mut self, now: Time) {
-        // A clock stepped backwards counts into the open slot rather than a closed one.
-        let slot = self.ctl.slot_of(now).max(self.open_slot);
-        *self.seen.entry(slot).or_default() += 1;
+        self.clock.on_check_in(now);
     }
 
-    /// Re-reads the forecast from `core`'s supply estimate; returns it.
-    pub fn refresh_forecast(&mut self, core: &ResourceManager, now: Time) -> f64 {
-        self.forecast = supply_forecast(core, now, self.ctl.params().slot_s);
-        self.supply_seen |= self.forecast > 0.0;
-        self.ctl.set_forecast(CapacityForecast::Flat(self.forecast));
-        let slot = self.ctl.slot_of(now).max(self.open_slot);
-        self.planned_with.entry(slot).or_insert(self.forecast);
-        self.forecast
+    /// When the open slot ends (the ticker closes it at its first tick after).
+    pub fn poll_timeout(&self) -> Time {
+        self.clock.poll_timeout()
     }
 
-    /// Closes every slot that ended by `now` and returns the jobs evicted (last admitted
-    /// first). A slot is judged against the smoothed supply (the forecast: the supply
-    /// estimator's window rate × `slot_s`), the same trailing mean the simulator uses —
-    /// a quiet slot at night is no overload for jobs whose stated usage is a rate over
-    /// hours — and only if this process watched at least half of it and has seen any
-    /// supply, so a restart late in a slot or before devices return evicts nobody.
-    pub fn close_slots(&mut self, now: Time) -> Vec<Settlement> {
-        let slot_s = self.ctl.params().slot_s;
-        let current = self.ctl.slot_of(now);
-        // A stalled process catches up on at most a day of slots.
-        let day = (86_400.0 / slot_s).ceil() as u64;
-        self.open_slot = self.open_slot.max(current.saturating_sub(day));
-        let mut evicted = Vec::new();
-        while self.open_slot < current {
-            let slot = self.open_slot;
-            self.seen.remove(&slot);
-            let end = (slot + 1) as f64 * slot_s;
-            let observed = end - (slot as f64 * slot_s).max(self.observed_from.secs());
-            let planned = self.planned_with.remove(&slot).unwrap_or(self.forecast);
-            if observed >= 0.5 * slot_s && self.supply_seen {
-                // The slot is judged against today's smoothed supply; the error learnt
-                // is between that and the forecast its plans were priced against.
-                self.ctl.set_forecast(CapacityForecast::Flat(planned));
-                let out = self.ctl.on_slot(Time(end), self.forecast);
-                self.ctl.set_forecast(CapacityForecast::Flat(self.forecast));
-                tracing::debug!(
-                    slot,
-                    capacity = self.forecast,
-                    evicted = out.len(),
-                    "admission slot closed"
-                );
-                evicted.extend(out);
-            }
-            self.open_slot = slot + 1;
+    /// Closes every slot that ended by `now`; returns what was judged and the jobs
+    /// evicted (last admitted first).
+    pub fn handle_timeout(&mut self, now: Time) -> SlotsClosed {
+        let out = self.clock.handle_timeout(now);
+        for j in &out.judged {
+            tracing::debug!(
+                slot = j.slot,
+                realised = j.realised,
+                capacity = j.capacity,
+                "admission slot closed"
+            );
         }
-        // Slots skipped by a stalled process leave no forecasts behind.
-        self.planned_with = self.planned_with.split_off(&self.open_slot);
-        evicted
+        out
+    }
+
+    /// The slots to persist now (judged ones of the window, open tallies) and the first
+    /// slot worth keeping.
+    pub fn saved(&self, now: Time) -> (Vec<SavedSlot>, u64) {
+        let p = self.clock.controller().params();
+        let window = (p.capacity_window_s / p.slot_s).round() as u64;
+        (
+            self.clock.saved(now),
+            self.clock.slot_of(now).saturating_sub(window + 1),
+        )
     }
 
     /// The admitted job `job`, if the controller holds it.
     pub fn admitted(&self, job: u64) -> Option<&AdmittedJob> {
-        self.ctl.admitted(venn_core::JobId(job))
+        self.controller().admitted(JobId(job))
     }
 
     /// A report for `/v1/status`; `active` is the number of admitted jobs not ended.
     pub fn report(&self, now: Time, active: usize) -> AdmissionReport {
-        let stats = self.ctl.stats();
-        let slot = self.ctl.slot_of(now);
+        let stats = self.controller().stats();
         AdmissionReport {
-            params: self.ctl.params(),
-            forecast_per_slot: self.forecast,
-            slot,
-            slot_check_ins: self.seen.get(&slot).copied().unwrap_or(0),
+            params: self.controller().params(),
+            forecast_per_slot: self.clock.forecast(),
+            slot: self.clock.slot_of(now),
+            slot_check_ins: self.clock.check_ins_in(now),
             active,
             stats,
             utilisation: stats.utilisation(),

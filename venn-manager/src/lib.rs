@@ -12,8 +12,8 @@
 //! - [`service`]: the domain logic behind the handlers, one file per resource: core +
 //!   store in one critical section, leases, the deadline sweeper, restart recovery.
 //! - [`store`]: the SQLite schema and queries; [`metrics`]: Prometheus rendering.
-//! - [`admission`]: the optional posted-price admission controller on the wall clock
-//!   (capacity forecast, slot bookkeeping, evictions).
+//! - [`admission`]: the optional posted-price admission controller on the wall clock,
+//!   on venn-core's slot clock (the simulator's rule for slots, capacity and evictions).
 //! - [`clock`], [`settings`]: time source and knobs.
 //! - [`server`]: serving with background sweeps and graceful shutdown.
 

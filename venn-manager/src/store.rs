@@ -10,19 +10,22 @@
 //!
 //! With admission control, an admitted job's [`AdmittedJob`] (its plan, prices and
 //! expected usage) and statement of work live in `admissions`, written in the same
-//! transaction as the job row; an evicted job keeps its row with state `evicted`.
+//! transaction as the job row; an evicted job keeps its row with state `evicted`. The
+//! slot clock's capacity history (`admission_slots`: judged slots of the capacity window
+//! and the open slot's tally) is written when slots close and with every flush, so a
+//! restarted manager forecasts and judges as before it stopped.
 //! Schema changes are additive (`CREATE TABLE IF NOT EXISTS`), so a database written by
 //! an older manager opens unchanged and simply has no admitted jobs.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashMap;
 use std::path::Path;
-use venn_core::admission::{AdmittedJob, StatementOfWork};
+use venn_core::admission::{AdmittedJob, SavedSlot, StatementOfWork};
 use venn_core::job::TaskState;
 use venn_core::{JobSpec, RoundOutcome, RoundRequest, Time};
 
-/// Schema version written to `meta` (2: `admissions`).
-const SCHEMA_VERSION: &str = "2";
+/// Schema version written to `meta` (2: `admissions`; 3: `admission_slots`).
+const SCHEMA_VERSION: &str = "3";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -47,6 +50,9 @@ CREATE TABLE IF NOT EXISTS checkins(
   PRIMARY KEY(bucket, profile));
 CREATE TABLE IF NOT EXISTS admissions(
   job_id INTEGER PRIMARY KEY, admitted TEXT NOT NULL, statement TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS admission_slots(
+  slot INTEGER PRIMARY KEY, check_ins REAL NOT NULL, watched_s REAL NOT NULL,
+  judged INTEGER NOT NULL);
 ";
 
 /// A job row.
@@ -394,6 +400,46 @@ impl Store {
             }
         }
         tx.commit()
+    }
+
+    /// Writes admission slots (replacing earlier rows of the same slots) and drops rows
+    /// of slots before `min_slot`, in one transaction.
+    pub fn put_admission_slots(
+        &mut self,
+        slots: &[SavedSlot],
+        min_slot: u64,
+    ) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut st = tx.prepare_cached(
+                "INSERT OR REPLACE INTO admission_slots(slot, check_ins, watched_s, judged)
+                 VALUES(?1, ?2, ?3, ?4)",
+            )?;
+            for s in slots {
+                st.execute(params![s.slot as i64, s.check_ins, s.watched_s, s.judged])?;
+            }
+            tx.execute(
+                "DELETE FROM admission_slots WHERE slot < ?1",
+                params![min_slot as i64],
+            )?;
+        }
+        tx.commit()
+    }
+
+    /// The admission slots written by [`Store::put_admission_slots`], by slot.
+    pub fn admission_slots(&self) -> rusqlite::Result<Vec<SavedSlot>> {
+        let mut st = self.conn.prepare(
+            "SELECT slot, check_ins, watched_s, judged FROM admission_slots ORDER BY slot",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(SavedSlot {
+                slot: r.get::<_, i64>(0)?.max(0) as u64,
+                check_ins: r.get(1)?,
+                watched_s: r.get(2)?,
+                judged: r.get(3)?,
+            })
+        })?;
+        rows.collect()
     }
 
     /// Drops check-in buckets older than `min_bucket`.

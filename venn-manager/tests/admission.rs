@@ -1,7 +1,7 @@
 //! Admission control through the API: statements of work at registration, plans that
 //! hold a job until its launch, declines with the quote (409), bad statements naming the
 //! field, LIFO eviction by the ticker's slot closing (410 afterwards), admitted plans
-//! surviving a restart, old databases, and — with admission off — the old behaviour.
+//! and the capacity history surviving a restart, old databases, and — with admission off — the old behaviour.
 //!
 //! The arithmetic follows `common::admission_settings()`: 60 s slots, no slack, prices
 //! from 0.01 (empty slot) to 1 (slot full); the manual clock starts at 1000 s, inside slot
@@ -131,9 +131,11 @@ async fn an_admitted_job_gets_its_plan_and_no_device_before_its_launch() {
         (Some(2), Some(2), Some(0)),
         "{a}"
     );
+    // No slot judged yet (the ticker has not run since 1000 s): the forecast is the most
+    // check-ins seen in one slot, the 100 and device 500 in slot 16.
     assert_eq!(
         (a["active"].as_u64(), a["forecast_per_slot"].as_f64()),
-        (Some(2), Some(100.0)),
+        (Some(2), Some(101.0)),
         "{a}"
     );
     assert_eq!(a["params"]["slot_s"], 60.0);
@@ -347,19 +349,18 @@ async fn a_short_slot_evicts_the_latest_admission_and_its_calls_get_410() {
         .expect("the second job runs")
         .to_string();
 
-    // Capacity is the smoothed supply: the 101 check-ins at 1000 s over a window that grows
-    // with time (at least 60 s, at most 600 s), × 60 s. Slot 16 was watched for 20 s only:
-    // not judged. Slot 17 closes at 1080 s against 101/80·60 ≈ 76: the 60 in use fit.
-    let forecast = |t: f64| 101.0 / (t - 1000.0) * 60.0;
+    // Capacity is venn-core's slot-clock rule, the simulator's: the mean check-ins of the
+    // slots judged (no prior here). Slot 16 was watched for 20 s only: not judged.
     clock.advance(30.0);
     assert_eq!(m.tick_admission().unwrap(), Vec::<u64>::new());
+    // 45 devices in slot 17: judged at 1080 s against 45, the later admission leaves
+    // (the 30 still in use fit).
+    devices_seen(&app, &m, 1_000, 45).await;
     clock.advance(50.0);
-    assert_eq!(m.tick_admission().unwrap(), Vec::<u64>::new());
-    // No device checks in again. At 1200 s slots 18 and 19 close against ≈ 30: the later
-    // admission leaves (30 in use then fit).
-    clock.advance(120.0);
     assert_eq!(m.tick_admission().unwrap(), vec![second]);
-    // At 1320 s, ≈ 19: the first job goes too.
+    // 9 in slot 18, none in 19: at 1200 s both close, against (45 + 9) / 2 = 27 < 30:
+    // the first job goes too.
+    devices_seen(&app, &m, 2_000, 9).await;
     clock.advance(120.0);
     assert_eq!(m.tick_admission().unwrap(), vec![first]);
 
@@ -384,7 +385,7 @@ async fn a_short_slot_evicts_the_latest_admission_and_its_calls_get_410() {
             v["error"]["message"].as_str().unwrap().contains("evicted"),
             "{v}"
         );
-        assert_eq!(v["error"]["evicted_at"], 1200.0, "{v}");
+        assert_eq!(v["error"]["evicted_at"], 1080.0, "{v}");
     }
     // Its device's task is released with the job.
     let (s, _) = call(
@@ -411,10 +412,13 @@ async fn a_short_slot_evicts_the_latest_admission_and_its_calls_get_410() {
         "{a}"
     );
     assert!(close(a["eviction_rate"].as_f64().unwrap(), 1.0));
-    // Used: 60 of the slot-17 capacity, 30 in slots 18 and 19, nothing in 20 and 21.
-    let offered = forecast(1080.0) + 2.0 * forecast(1200.0) + 2.0 * forecast(1320.0);
+    // Used: 30 of the 45 of slot 17 after the eviction, nothing of slot 18's 27 or slot
+    // 19's (45 + 9 + 0) / 3 = 18.
     assert!(
-        close(a["utilisation"].as_f64().unwrap(), 120.0 / offered),
+        close(
+            a["utilisation"].as_f64().unwrap(),
+            30.0 / (45.0 + 27.0 + 18.0)
+        ),
         "{a}"
     );
     assert_eq!(v["jobs"].as_array().unwrap().len(), 0, "{v}");
@@ -609,7 +613,8 @@ async fn a_database_from_before_admission_opens_with_admission_on() {
         // What a manager without admission control left behind: no `admissions` table.
         let conn = rusqlite::Connection::open(&db).unwrap();
         conn.execute_batch(
-            "DROP TABLE admissions; UPDATE meta SET value = '1' WHERE key = 'schema_version';",
+            "DROP TABLE admissions; DROP TABLE admission_slots;
+             UPDATE meta SET value = '1' WHERE key = 'schema_version';",
         )
         .unwrap();
     }
@@ -635,7 +640,7 @@ async fn a_database_from_before_admission_opens_with_admission_on() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "2");
+    assert_eq!(version, "3");
 }
 
 #[cfg(unix)]
@@ -691,4 +696,33 @@ async fn a_restart_late_in_a_slot_evicts_nobody() {
     assert_eq!(m.tick_admission().unwrap(), Vec::<u64>::new());
     let (s, v) = call(&router(m), "GET", &format!("/v1/jobs/{job}"), None, None).await;
     assert_eq!(s, StatusCode::OK, "{v}");
+}
+
+#[tokio::test]
+async fn the_capacity_history_and_the_open_slot_survive_a_restart() {
+    let (m, clock, db) = manager_with("adm-history", admission_settings());
+    let app = router(m.clone());
+    // 40 check-ins in slot 17 = [1020, 1080), judged at 1080 s.
+    clock.advance(20.0);
+    devices_seen(&app, &m, 0, 40).await;
+    clock.advance(60.0);
+    assert!(m.tick_admission().unwrap().is_empty());
+    // 10 in slot 18, counted and flushed until 1110 s, then the process stops.
+    devices_seen(&app, &m, 100, 10).await;
+    clock.advance(30.0);
+    m.flush_checkins().unwrap();
+    drop(app);
+    drop(m);
+
+    let m = Arc::new(Manager::open(admission_settings(), &db, clock.clone()).unwrap());
+    let app = router(m.clone());
+    let forecast = |v: &Value| v["admission"]["forecast_per_slot"].as_f64();
+    let (_, v) = call(&app, "GET", "/v1/status", None, None).await;
+    assert_eq!(forecast(&v), Some(40.0), "the judged slot came back: {v}");
+    // Slot 18 was watched 30 s before the restart and 30 s after: judged whole, with the
+    // 10 check-ins the first process counted — (40 + 10) / 2.
+    clock.advance(30.0);
+    assert!(m.tick_admission().unwrap().is_empty());
+    let (_, v) = call(&app, "GET", "/v1/status", None, None).await;
+    assert_eq!(forecast(&v), Some(25.0), "{v}");
 }

@@ -29,6 +29,14 @@ pub struct AdmissionParams {
     /// Price of a unit of usage in a slot filled to C' (and of usage past a plan's
     /// stated support).
     pub price_max: f64,
+    /// Realised capacity is the mean of the slots judged over this trailing window,
+    /// seconds ([`SlotClock`](super::SlotClock); one day by default: a job's stated usage
+    /// is a rate over hours to days, so the diurnal swing inside a day is no overload).
+    pub capacity_window_s: f64,
+    /// Check-ins per slot assumed for the slots of the window not yet judged (the
+    /// operator's prior). Without one, the window's mean is over the judged slots only,
+    /// and before any slot is judged the forecast is the most check-ins seen in a slot.
+    pub prior_per_slot: Option<f64>,
 }
 
 impl Default for AdmissionParams {
@@ -39,6 +47,8 @@ impl Default for AdmissionParams {
             epsilon: 0.5,
             price_min: 0.01,
             price_max: 1.0,
+            capacity_window_s: 86_400.0,
+            prior_per_slot: None,
         }
     }
 }
@@ -66,6 +76,20 @@ impl AdmissionParams {
             return Err(CoreError::invalid(
                 "admission.price_min",
                 "prices must be positive with price_min ≤ price_max",
+            ));
+        }
+        if !(pos(self.capacity_window_s) && self.capacity_window_s >= self.slot_s) {
+            return Err(CoreError::invalid(
+                "admission.capacity_window_s",
+                "must be at least one slot",
+            ));
+        }
+        if let Some(p) = self.prior_per_slot
+            && !(p.is_finite() && p >= 0.0)
+        {
+            return Err(CoreError::invalid(
+                "admission.prior_per_slot",
+                "must be a finite non-negative number of check-ins",
             ));
         }
         Ok(())

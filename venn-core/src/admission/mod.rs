@@ -25,12 +25,16 @@
 //! the plan with the best expected utility for its true distribution, eviction risk
 //! included (the risk is estimated, so this holds as far as the estimate is right). `venn-sim admission-ic` checks this empirically.
 //!
-//! The controller is sans-IO like the rest of the core: the simulator and the HTTP
-//! manager feed it statements, slot ticks with realised capacity, and job completions.
+//! The controller is sans-IO like the rest of the core. Drivers hold it inside a
+//! [`SlotClock`], the one rule for slot boundaries, realised capacity and the capacity
+//! forecast: the simulator and the HTTP manager feed it statements, device check-ins,
+//! slot timeouts ([`SlotClock::poll_timeout`] / [`SlotClock::handle_timeout`]) and job
+//! completions.
 
 mod controller;
 pub mod prices;
 mod risk;
+mod slots;
 mod statement;
 
 pub use controller::{
@@ -38,4 +42,5 @@ pub use controller::{
     Settlement,
 };
 pub use prices::{CapacityForecast, PriceBook};
+pub use slots::{JudgedSlot, SavedSlot, SlotClock, SlotsClosed};
 pub use statement::{MAX_POINTS, RoundsDist, StatementOfWork, ValueFn};

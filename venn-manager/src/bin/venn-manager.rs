@@ -53,9 +53,9 @@ struct Args {
     /// running admitted jobs use, the most recently admitted are evicted (HTTP 410 after).
     #[arg(long, help_heading = "Admission control")]
     admission: bool,
-    /// Length of a pricing slot in seconds. Capacity is forecast per slot (device check-in
-    /// rate × slot), prices are posted per slot, and at each slot's end the check-ins seen
-    /// in it decide evictions.
+    /// Length of a pricing slot in seconds. Prices are posted per slot; at each slot's end
+    /// the slot is judged against the capacity (the trailing mean of check-ins per slot,
+    /// the simulator's rule) and that decides evictions.
     #[arg(long, default_value_t = AdmissionParams::default().slot_s, requires = "admission", help_heading = "Admission control")]
     admission_slot_s: f64,
     /// How far ahead, in seconds, a job's launch may be planned.
@@ -73,6 +73,16 @@ struct Args {
     /// for usage beyond a job's stated rounds.
     #[arg(long, default_value_t = AdmissionParams::default().price_max, requires = "admission", help_heading = "Admission control")]
     admission_price_max: f64,
+    /// The capacity is the mean of the check-ins per slot over this trailing window, in
+    /// seconds (one day by default: the diurnal swing inside a day is no overload for
+    /// jobs that run for hours at an average rate).
+    #[arg(long, default_value_t = AdmissionParams::default().capacity_window_s, requires = "admission", help_heading = "Admission control")]
+    admission_window_s: f64,
+    /// Check-ins per slot to assume for the slots of the window not yet seen (the
+    /// operator's prior). Without it the mean is over the slots seen, and before the
+    /// first slot ends the forecast is the most check-ins seen in one slot so far.
+    #[arg(long, requires = "admission", help_heading = "Admission control")]
+    admission_prior: Option<f64>,
 }
 
 #[tokio::main]
@@ -98,6 +108,8 @@ async fn main() -> anyhow::Result<()> {
             epsilon: a.admission_epsilon,
             price_min: a.admission_price_min,
             price_max: a.admission_price_max,
+            capacity_window_s: a.admission_window_s,
+            prior_per_slot: a.admission_prior,
         }),
         ..Settings::default()
     };

@@ -52,7 +52,7 @@ impl Manager {
         let id = JobId(g.next_job_id);
         g.core.register_job_with_id(id, spec.clone(), now)?;
         let admitted = match (g.admission.as_mut(), &statement) {
-            (Some(adm), Some(sow)) => match adm.controller_mut().submit(id, sow, now) {
+            (Some(adm), Some(sow)) => match adm.submit(id, sow, now) {
                 Ok(Admission::Admitted { plan }) => {
                     if let Err(e) = g.core.hold_job(id, plan.launch_at) {
                         adm.controller_mut().withdraw(id, now);

@@ -17,7 +17,8 @@ impl Inner {
                 .observe_supply(&p, Time((*bucket as f64 + 0.5) * bucket_len), *count);
         }
         if let Some(params) = admission {
-            self.admission = Some(AdmissionState::new(params, &self.core, now)?);
+            let saved = self.store.admission_slots()?;
+            self.admission = Some(AdmissionState::new(params, now, saved)?);
         }
         let mut open_rounds = 0;
         let mut outstanding = 0;

@@ -49,11 +49,12 @@ impl Manager {
         Ok((expired.len(), late.len()))
     }
 
-    /// Admission control's share of the 1 s ticker: refreshes the capacity forecast from
-    /// the supply estimate, closes every slot that ended with the check-ins seen in it,
-    /// and evicts what the controller evicts (removed from the core, `evicted` in the
-    /// store; later calls about the job get 410). Returns the evicted job ids; does
-    /// nothing with admission control off.
+    /// Admission control's share of the 1 s ticker: closes every slot that ended by now
+    /// (venn-core's [`SlotClock`](venn_core::admission::SlotClock) judges it), persists
+    /// the capacity history, and evicts what the controller evicts (removed from the
+    /// core, `evicted` in the store; later calls about the job get 410). Returns the
+    /// evicted job ids; does nothing with admission control off or before
+    /// [`Manager::admission_timeout`].
     pub fn tick_admission(&self) -> Result<Vec<u64>, ServiceError> {
         let now = self.clock.now();
         let mut guard = self.lock();
@@ -61,9 +62,17 @@ impl Manager {
         let Some(adm) = g.admission.as_mut() else {
             return Ok(Vec::new());
         };
-        adm.refresh_forecast(&g.core, now);
-        let evicted = adm.close_slots(now);
-        let mut first_err = None;
+        if now < adm.poll_timeout() {
+            return Ok(Vec::new());
+        }
+        let closed = adm.handle_timeout(now);
+        let evicted = closed.evicted;
+        let (saved, min_slot) = adm.saved(now);
+        let mut first_err = g
+            .store
+            .put_admission_slots(&saved, min_slot)
+            .err()
+            .map(ServiceError::from);
         for s in &evicted {
             if let Err(e) = g.evict(s.job, now) {
                 first_err.get_or_insert(e);
@@ -74,6 +83,12 @@ impl Manager {
             Some(e) => Err(e),
             None => Ok(evicted.iter().map(|s| s.job.0).collect()),
         }
+    }
+
+    /// When admission control's open slot ends: [`Manager::tick_admission`] closes it
+    /// at the first call from then on (`None` when admission control is off).
+    pub fn admission_timeout(&self) -> Option<Time> {
+        self.lock().admission.as_ref().map(|a| a.poll_timeout())
     }
 
     /// Admission control's state for `/v1/status` and `/metrics` (`None` when off).
@@ -91,6 +106,12 @@ impl Manager {
         let rows: Vec<(i64, String, u32)> =
             g.checkin_buf.drain().map(|((b, p), c)| (b, p, c)).collect();
         g.store.add_checkins(&rows)?;
+        if let Some(adm) = &g.admission {
+            // The open slot's tally, so a restart mid-slot keeps what it counted.
+            let (mut saved, min_slot) = adm.saved(now);
+            saved.retain(|s| !s.judged);
+            g.store.put_admission_slots(&saved, min_slot)?;
+        }
         let bucket_len = self.settings.supply.window_s / self.settings.supply.buckets as f64;
         let min_bucket = ((now.secs() - self.settings.supply.window_s) / bucket_len).floor() as i64;
         g.store.prune_checkins(min_bucket - 1)?;

@@ -105,6 +105,7 @@ pub fn admission_settings() -> Settings {
             epsilon: 0.0,
             price_min: 0.01,
             price_max: 1.0,
+            ..venn_core::admission::AdmissionParams::default()
         }),
         ..Settings::default()
     }

@@ -16,21 +16,21 @@
 //!   `value_density`; flat until `patience ×` the expected length, then falling linearly
 //!   to 0 at twice that.
 //!
-//! Capacity is the trailing one-day mean of check-ins per slot (the operator's prior, the
-//! trace's mean, fills the slots of the first day not yet seen): FL jobs run for hours to days at an
-//! average rate, so the diurnal swing inside a day is not an overload — a job makes up
-//! at noon what it loses at night. The same figure is the forecast for every future slot
-//! and the realised capacity the controller evicts against. Eligibility is not priced
-//! separately: one unit of capacity is one device check-in, whatever jobs it could serve.
+//! Slots, realised capacity and the forecast are venn-core's [`SlotClock`] rule, the same
+//! as the live manager's: the trailing one-day mean of check-ins per slot, with the
+//! operator's prior (`controller.prior_per_slot`, by default the trace's mean) for the
+//! slots of the first day not yet seen. Eligibility is not priced separately: one unit
+//! of capacity is one device check-in, whatever jobs it could serve.
+//!
+//! [`SlotClock`]: venn_core::admission::SlotClock
 
 use serde::{Deserialize, Serialize};
 use venn_core::SeededRng;
-use venn_core::admission::{
-    AdmissionController, AdmissionParams, AdmissionStats, CapacityForecast, RoundsDist,
-    StatementOfWork, ValueFn,
-};
+use venn_core::admission::{AdmissionParams, RoundsDist, StatementOfWork, ValueFn};
 
+use super::config::SimConfig;
 use super::error::SimError;
+use super::setup::SimInput;
 use venn_traces::JobRow;
 
 /// How jobs are admitted.
@@ -163,61 +163,60 @@ impl AdmissionSim {
     }
 }
 
-/// The controller plus its slot clock and capacity estimate, for one run.
-#[derive(Debug)]
-pub struct AdmissionRun {
-    /// The controller.
-    pub ctl: AdmissionController,
-    /// Check-ins seen in the current slot.
-    pub slot_check_ins: u64,
-    /// Check-ins of the last day's slots (a ring).
-    day: Vec<f64>,
-    slots_seen: usize,
-    prior: f64,
+/// A job's statement of work in a run with `[admission]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobStatement {
+    /// What the job tells the controller.
+    pub reported: StatementOfWork,
+    /// Its true statement (value function and rounds distribution).
+    pub truth: StatementOfWork,
+    /// The rounds it really needs (drawn from the true distribution).
+    pub real_rounds: u32,
 }
 
-impl AdmissionRun {
-    /// A fresh run; `prior_per_slot` is the capacity assumed before a slot is seen.
-    pub fn new(cfg: &AdmissionSim, prior_per_slot: f64) -> Result<Self, SimError> {
-        let per_day = ((86_400.0 / cfg.controller.slot_s).round() as usize).max(1);
-        let ctl = AdmissionController::new(cfg.controller, CapacityForecast::Flat(prior_per_slot))
-            .map_err(|e| SimError::Config(e.to_string()))?;
-        Ok(AdmissionRun {
-            ctl,
-            slot_check_ins: 0,
-            day: vec![0.0; per_day],
-            slots_seen: 0,
-            prior: prior_per_slot,
+/// Every job's statement for a run of `cfg` over `input`, in job order (empty without
+/// `[admission]`). A live driver that replays the run submits the same statements.
+pub fn job_statements(input: &SimInput, cfg: &SimConfig) -> Vec<JobStatement> {
+    let Some(a) = &cfg.admission else {
+        return Vec::new();
+    };
+    let rates = eligible_rates(input, cfg.window_s);
+    input
+        .jobs
+        .iter()
+        .map(|j| {
+            let rate = rates.get(j.row.spec_id as usize).copied().unwrap_or(0.0);
+            let (truth, real_rounds) = a.statement(&j.row, cfg.seed, rate);
+            JobStatement {
+                reported: a.reported(&j.row, &truth),
+                truth,
+                real_rounds,
+            }
         })
-    }
+        .collect()
+}
 
-    /// Trailing one-day mean of check-ins per slot; during the first day the prior
-    /// stands in for the slots not yet seen, so a night start is not mistaken for the
-    /// day's supply.
-    pub fn capacity(&self) -> f64 {
-        let len = self.day.len();
-        let n = self.slots_seen.min(len);
-        let seen: f64 = self.day.iter().take(n).sum();
-        (seen + self.prior * (len - n) as f64) / len as f64
-    }
+/// The operator's prior capacity, check-ins per `slot_s`: the mean supply of the
+/// replayed block of `window_s` seconds.
+pub fn prior_per_slot(input: &SimInput, window_s: f64, slot_s: f64) -> f64 {
+    input.trace.block(window_s).len() as f64 / window_s * slot_s
+}
 
-    /// Closes the slot that ends at `now`: updates the capacity estimate and the forecast
-    /// and returns the jobs the controller evicts.
-    pub fn close_slot(&mut self, now: f64) -> Vec<venn_core::admission::Settlement> {
-        let len = self.day.len();
-        self.day[self.slots_seen % len] = self.slot_check_ins as f64;
-        self.slot_check_ins = 0;
-        self.slots_seen += 1;
-        let cap = self.capacity();
-        let evicted = self.ctl.on_slot(venn_core::Time(now), cap);
-        self.ctl.set_forecast(CapacityForecast::Flat(cap));
-        evicted
+/// Check-ins per second of devices eligible for each spec id (index 0: all devices) in
+/// the replayed block.
+fn eligible_rates(input: &SimInput, window_s: f64) -> [f64; 9] {
+    let mut n = [0u64; 9];
+    let block = input.trace.block(window_s).len();
+    n[0] = block as u64;
+    for i in 0..block {
+        let mask = input.devices.mask(input.devices.slot(i as u32));
+        for (spec, c) in n.iter_mut().enumerate().skip(1) {
+            if mask.contains(spec as u8) {
+                *c += 1;
+            }
+        }
     }
-
-    /// The controller's totals.
-    pub fn stats(&self) -> AdmissionStats {
-        self.ctl.stats()
-    }
+    n.map(|c| c as f64 / window_s)
 }
 
 /// Admission figures of one run.

@@ -1,5 +1,5 @@
 //! The engine's extension point: [`SimHooks`], called when a task is dispatched, when a
-//! result returns and when a round closes.
+//! result returns, when a round closes and when admission control decides about a job.
 //!
 //! A driver that adds work to the simulation — `venn-lab sim` trains the jobs' real models
 //! on the devices that reported — implements the trait and runs the engine with
@@ -73,6 +73,34 @@ pub struct RoundClose<'a> {
     pub last: bool,
 }
 
+/// What admission control decided about a job (runs with `[admission]` only).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AdmissionEvent {
+    /// Admitted on arrival; no device serves it before `launch_s`.
+    Admitted {
+        /// Job index.
+        job: usize,
+        /// When it arrived.
+        time_s: f64,
+        /// When its plan launches it.
+        launch_s: f64,
+    },
+    /// Declined on arrival.
+    Declined {
+        /// Job index.
+        job: usize,
+        /// When it arrived.
+        time_s: f64,
+    },
+    /// Evicted when a slot closed short of capacity.
+    Evicted {
+        /// Job index.
+        job: usize,
+        /// When the slot closed.
+        time_s: f64,
+    },
+}
+
 /// What the job does after a successful round.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AfterClose {
@@ -103,6 +131,12 @@ pub trait SimHooks {
     fn on_round_close(&mut self, close: &RoundClose<'_>) -> Result<AfterClose, SimError> {
         let _ = close;
         Ok(AfterClose::Continue)
+    }
+
+    /// Admission control admitted, declined or evicted a job.
+    #[inline]
+    fn on_admission(&mut self, event: &AdmissionEvent) {
+        let _ = event;
     }
 }
 

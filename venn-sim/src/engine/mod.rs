@@ -57,8 +57,11 @@
 //!   arrival as the authors' FIFO does ([`policies`]).
 //! - **Admission** (optional, `[admission]`, [`admission`]): each arriving job
 //!   states its work to `venn-core`'s posted-price controller, which admits it
-//!   with a launch time (the job registers then) or declines it (it never
-//!   runs). A slot event every `slot_s` reports the check-ins the slot offered;
+//!   with a launch time (the job registers at once, held until then, and opens its
+//!   first round at the launch, as a live job does) or declines it (it never runs).
+//!   Slots, realised capacity and the forecast are venn-core's
+//!   [`SlotClock`](venn_core::admission::SlotClock), the live manager's rule: a slot
+//!   event at each [`poll_timeout`](venn_core::admission::SlotClock::poll_timeout);
 //!   jobs the controller evicts leave the core at once. Declined and evicted
 //!   jobs are left out of the JCT averages and reported in
 //!   [`Summary::admission`].
@@ -86,7 +89,7 @@ pub mod sim;
 
 pub use config::SimConfig;
 pub use error::SimError;
-pub use hooks::{AfterClose, Dispatch, NoHooks, RoundClose, SimHooks, TaskResult};
+pub use hooks::{AdmissionEvent, AfterClose, Dispatch, NoHooks, RoundClose, SimHooks, TaskResult};
 pub use result::{JobRecord, Perf, SimResult, Summary};
 pub use setup::{DeviceTable, SimInput, SimJob};
 pub use sim::{run, run_with_hooks, run_with_progress, run_with_registry};

@@ -15,13 +15,16 @@ use venn_core::{
     RoundRequest, TaskCost, Time, rules::RoundRule,
 };
 
-use super::admission::{AdmissionMode, AdmissionRun, AdmissionSummary};
+use super::admission::{AdmissionMode, AdmissionSummary, job_statements, prior_per_slot};
 use super::config::{DEFAULT_REPLICAS, SimConfig};
 use super::error::SimError;
 use super::events::{EventKind, EventQueue};
-use super::hooks::{AfterClose, Dispatch, NoHooks, RoundClose, SimHooks, TaskResult};
+use super::hooks::{
+    AdmissionEvent, AfterClose, Dispatch, NoHooks, RoundClose, SimHooks, TaskResult,
+};
 use super::result::{JobRecord, Perf, SimResult, Summary};
 use super::setup::SimInput;
+use venn_core::admission::{Admission, SlotClock};
 use venn_traces::ReplayOptions;
 
 /// How often (in check-ins) the progress callback is called.
@@ -100,7 +103,8 @@ struct Engine<'a, H: SimHooks> {
     rng: ChaCha8Rng,
     finished: usize,
     s: Summary,
-    adm: Option<AdmissionRun>,
+    /// Admission control on venn-core's slot clock (with `[admission]`).
+    adm: Option<SlotClock>,
     /// Statements of work by job (admission only): (what it reports, its true value fn).
     statements: Vec<
         Option<(
@@ -171,31 +175,31 @@ pub fn run_with_hooks<H: SimHooks>(
         adm: None,
         statements: vec![None; input.jobs.len()],
     };
-    let rates = if cfg.admission.is_some() {
-        eligible_rates(input, cfg.window_s)
-    } else {
-        [0.0; 9]
-    };
+    let statements = job_statements(input, cfg);
     for (i, j) in input.jobs.iter().enumerate() {
         e.runs[i].cost = TaskCost {
             compute_s: j.row.workload_s,
             comm_s: j.row.comm_s * cfg.comm_trips,
         };
         e.runs[i].target = j.row.rounds;
-        if let Some(a) = &cfg.admission {
-            let rate = rates.get(j.row.spec_id as usize).copied().unwrap_or(0.0);
-            let (truth, real) = a.statement(&j.row, cfg.seed, rate);
-            e.runs[i].target = real;
-            e.statements[i] = Some((a.reported(&j.row, &truth), truth.value));
+        if let Some(st) = statements.get(i) {
+            e.runs[i].target = st.real_rounds;
+            e.statements[i] = Some((st.reported.clone(), st.truth.value.clone()));
         }
         e.queue
             .push(j.row.arrival_s, EventKind::Arrival { job: i as u32 });
     }
     if let Some(a) = &cfg.admission {
-        // The operator's prior before any slot is observed: the trace's mean supply.
-        let per_slot = rates[0] * a.controller.slot_s;
-        e.adm = Some(AdmissionRun::new(a, per_slot)?);
-        e.queue.push(a.controller.slot_s, EventKind::Slot);
+        let mut params = a.controller;
+        // The operator's prior before any slot is observed: by default the trace's mean.
+        params.prior_per_slot =
+            params
+                .prior_per_slot
+                .or(Some(prior_per_slot(input, cfg.window_s, params.slot_s)));
+        let clock =
+            SlotClock::new(params, Time(0.0)).map_err(|e| SimError::Config(e.to_string()))?;
+        e.queue.push(clock.poll_timeout().secs(), EventKind::Slot);
+        e.adm = Some(clock);
     }
     let mut replay = input.trace.replay(ReplayOptions {
         grace_s: cfg.grace_s,
@@ -246,28 +250,11 @@ pub fn run_with_hooks<H: SimHooks>(
     Ok(e.finish(horizon, wall))
 }
 
-/// Check-ins per second of devices eligible for each spec id (index 0: all devices) in
-/// the replayed block.
-fn eligible_rates(input: &SimInput, window_s: f64) -> [f64; 9] {
-    let mut n = [0u64; 9];
-    let block = input.trace.block(window_s).len();
-    n[0] = block as u64;
-    for i in 0..block {
-        let mask = input.devices.mask(input.devices.slot(i as u32));
-        for (spec, c) in n.iter_mut().enumerate().skip(1) {
-            if mask.contains(spec as u8) {
-                *c += 1;
-            }
-        }
-    }
-    n.map(|c| c as f64 / window_s)
-}
-
 impl<H: SimHooks> Engine<'_, H> {
     fn check_in(&mut self, device: u64, slot: u32, now: f64, online_until: f64) {
         self.s.check_ins += 1;
         if let Some(a) = &mut self.adm {
-            a.slot_check_ins += 1;
+            a.on_check_in(Time(now));
         }
         let profile = self.input.devices.profile(slot);
         // The dispatch noise is drawn first: the device judges whether an offered task
@@ -322,7 +309,8 @@ impl<H: SimHooks> Engine<'_, H> {
             EventKind::Arrival { job } => self.arrive(job as usize, now)?,
             EventKind::Launch { job } => {
                 if self.runs[job as usize].admission == Admit::Admitted {
-                    self.launch(job as usize, now)?;
+                    self.runs[job as usize].launch = Some(now);
+                    self.open_round(job as usize, now)?;
                 }
             }
             EventKind::Slot => self.close_slot(now)?,
@@ -384,7 +372,9 @@ impl<H: SimHooks> Engine<'_, H> {
         Ok(())
     }
 
-    /// A job arrives: with admission it states its work first.
+    /// A job arrives: with admission it states its work first. An admitted job registers
+    /// at once, held until its plan's launch, and opens its first round then — as a live
+    /// job does with the manager.
     fn arrive(&mut self, j: usize, now: f64) -> Result<(), SimError> {
         let (Some(a), Some(cfg)) = (&mut self.adm, &self.cfg.admission) else {
             return self.launch(j, now);
@@ -395,17 +385,31 @@ impl<H: SimHooks> Engine<'_, H> {
         }
         let (sow, _) = self.statements[j].as_ref().expect("built with admission");
         let decision = a
-            .ctl
             .submit(JobId(j as u64), sow, Time(now))
             .map_err(|e| SimError::Config(format!("job {}: {e}", self.input.jobs[j].row.idx)))?;
         match decision {
-            venn_core::admission::Admission::Admitted { plan } if plan.launch_at.secs() > now => {
-                self.queue
-                    .push(plan.launch_at.secs(), EventKind::Launch { job: j as u32 });
-                Ok(())
+            Admission::Admitted { plan } => {
+                let launch_s = plan.launch_at.secs();
+                self.hooks.on_admission(&AdmissionEvent::Admitted {
+                    job: j,
+                    time_s: now,
+                    launch_s,
+                });
+                if launch_s > now {
+                    self.register(j, now)?;
+                    self.rm.hold_job(JobId(j as u64), plan.launch_at)?;
+                    self.queue
+                        .push(launch_s, EventKind::Launch { job: j as u32 });
+                    Ok(())
+                } else {
+                    self.launch(j, now)
+                }
             }
-            venn_core::admission::Admission::Admitted { .. } => self.launch(j, now),
-            venn_core::admission::Admission::Declined { .. } => {
+            Admission::Declined { .. } => {
+                self.hooks.on_admission(&AdmissionEvent::Declined {
+                    job: j,
+                    time_s: now,
+                });
                 self.runs[j].admission = Admit::Declined;
                 self.finished += 1;
                 Ok(())
@@ -413,8 +417,8 @@ impl<H: SimHooks> Engine<'_, H> {
         }
     }
 
-    /// The job registers with the core and opens its first round.
-    fn launch(&mut self, j: usize, now: f64) -> Result<(), SimError> {
+    /// The job registers with the core.
+    fn register(&mut self, j: usize, now: f64) -> Result<(), SimError> {
         let row = &self.input.jobs[j].row;
         let spec = JobSpec::new(
             format!("job{}", row.idx),
@@ -424,6 +428,12 @@ impl<H: SimHooks> Engine<'_, H> {
         .with_task_cost(self.runs[j].cost);
         self.rm
             .register_job_with_id(JobId(j as u64), spec, Time(now))?;
+        Ok(())
+    }
+
+    /// The job registers with the core and opens its first round.
+    fn launch(&mut self, j: usize, now: f64) -> Result<(), SimError> {
+        self.register(j, now)?;
         self.runs[j].launch = Some(now);
         self.open_round(j, now)
     }
@@ -433,8 +443,14 @@ impl<H: SimHooks> Engine<'_, H> {
         let Some(a) = &mut self.adm else {
             return Ok(());
         };
-        for st in a.close_slot(now) {
+        let closed = a.handle_timeout(Time(now));
+        let next = a.poll_timeout().secs();
+        for st in closed.evicted {
             let j = st.job.0 as usize;
+            self.hooks.on_admission(&AdmissionEvent::Evicted {
+                job: j,
+                time_s: now,
+            });
             let run = &mut self.runs[j];
             run.admission = Admit::Evicted;
             run.open = false;
@@ -448,12 +464,7 @@ impl<H: SimHooks> Engine<'_, H> {
             }
         }
         if self.finished < self.runs.len() {
-            let slot_s = self
-                .cfg
-                .admission
-                .as_ref()
-                .map_or(600.0, |c| c.controller.slot_s);
-            self.queue.push(now + slot_s, EventKind::Slot);
+            self.queue.push(next, EventKind::Slot);
         }
         Ok(())
     }
@@ -467,7 +478,7 @@ impl<H: SimHooks> Engine<'_, H> {
         let settled = self
             .adm
             .as_mut()
-            .and_then(|a| a.ctl.finished(JobId(j as u64), Time(now)));
+            .and_then(|a| a.controller_mut().finished(JobId(j as u64), Time(now)));
         let run = &mut self.runs[j];
         match settled {
             Some(st) => {
@@ -565,7 +576,10 @@ impl<H: SimHooks> Engine<'_, H> {
             for (j, run) in self.runs.iter_mut().enumerate() {
                 if run.admission == Admit::Admitted && run.finish.is_none() {
                     run.value = Some(0.0);
-                    run.payment = a.ctl.withdraw(JobId(j as u64), end).map(|st| st.payment);
+                    run.payment = a
+                        .controller_mut()
+                        .withdraw(JobId(j as u64), end)
+                        .map(|st| st.payment);
                 }
             }
         }
@@ -632,7 +646,11 @@ impl<H: SimHooks> Engine<'_, H> {
                 count(Admit::Declined),
                 count(Admit::Evicted),
             );
-            let stats = self.adm.as_ref().map(|a| a.stats()).unwrap_or_default();
+            let stats = self
+                .adm
+                .as_ref()
+                .map(|a| a.controller().stats())
+                .unwrap_or_default();
             self.s.admission = Some(AdmissionSummary {
                 mode: cfg.mode,
                 submitted: self.runs.len() as u64,

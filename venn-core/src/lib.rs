@@ -29,7 +29,9 @@
 //!   (built-in and custom policies by name). With the `clap` feature, `PolicyArgs` is
 //!   the command-line flags of the policies' parameters.
 //! - [`restore`]: re-feeding persisted jobs, rounds and check-ins after a restart.
-//! - [`admission`]: posted-price admission of jobs with statements of work, LIFO eviction.
+//! - [`admission`]: posted-price admission of jobs with statements of work, LIFO eviction,
+//!   on one slot clock for every driver ([`admission::SlotClock`]: slot boundaries as a
+//!   timer, realised capacity, the trailing-window capacity forecast).
 //! - [`optimal`]: an exact solver for small IRS instances (the yardstick) and a driver
 //!   that replays such an instance through any policy.
 //!

@@ -508,18 +508,9 @@ fn the_simulator_and_the_live_manager_make_the_same_decisions() {
         let input = scenario(seed, 4, 600.0);
         for policy in ["random", "random-order", "fifo", "srsf", "venn"] {
             let cfg = config(policy);
-            let mut sim = Record::default();
-            run_with_hooks(
-                &input,
-                &cfg,
-                &PolicyRegistry::builtin(),
-                &mut sim,
-                |_, _| {},
-            )
-            .unwrap();
-            let (live, offers_declined) = live_run(&input, &cfg);
+            let (live, offers_declined) =
+                both_agree(&input, &cfg, &format!("{policy}, seed {seed}"));
             declined += offers_declined;
-            assert_same(&sim.0, &live, &format!("{policy}, seed {seed}"));
             let count = |o: RoundOutcome| {
                 live.iter()
                     .filter(|s| matches!(s, Step::Close(_, _, _, x) if *x == o))
@@ -541,6 +532,16 @@ fn the_simulator_and_the_live_manager_make_the_same_decisions() {
     );
     assert!(aborts >= runs, "{aborts} aborts in {runs} runs");
     assert!(declined > 0);
+}
+
+/// Runs `cfg` over `input` in the simulator and through the live manager, asserts that
+/// both took the same steps, and returns the live run's.
+fn both_agree(input: &SimInput, cfg: &SimConfig, what: &str) -> (Vec<Step>, u64) {
+    let mut sim = Record::default();
+    run_with_hooks(input, cfg, &PolicyRegistry::builtin(), &mut sim, |_, _| {}).unwrap();
+    let (live, declined) = live_run(input, cfg);
+    assert_same(&sim.0, &live, what);
+    (live, declined)
 }
 
 fn assert_same(sim: &[Step], live: &[Step], what: &str) {
@@ -571,17 +572,7 @@ fn with_admission_both_admit_hold_and_evict_alike_across_slot_boundaries() {
         for policy in ["random-order", "fifo", "srsf", "venn"] {
             let mut cfg = config(policy);
             cfg.admission = Some(admission(120.0));
-            let mut sim = Record::default();
-            run_with_hooks(
-                &input,
-                &cfg,
-                &PolicyRegistry::builtin(),
-                &mut sim,
-                |_, _| {},
-            )
-            .unwrap();
-            let (live, _) = live_run(&input, &cfg);
-            assert_same(&sim.0, &live, &format!("admission, {policy}, seed {seed}"));
+            let (live, _) = both_agree(&input, &cfg, &format!("admission, {policy}, seed {seed}"));
             for s in &live {
                 match *s {
                     Step::Admit(t, _, Some(at)) => {

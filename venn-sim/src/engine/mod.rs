@@ -66,9 +66,10 @@
 //!   jobs are left out of the JCT averages and reported in
 //!   [`Summary::admission`].
 //!
-//! - **Hooks** ([`hooks`]): a driver may add work at every dispatch, returned result
-//!   and round close — `venn-lab sim` trains real models there — and may end a job
-//!   after a successful round. The JCT-only simulator runs with [`NoHooks`].
+//! - **Hooks** ([`hooks`]): a driver may add work at every dispatch, returned result,
+//!   round close and admission decision — `venn-lab sim` trains real models there,
+//!   the differential test records them — and may end a job after a successful round.
+//!   The JCT-only simulator runs with [`NoHooks`].
 //!
 //! # Performance
 //!

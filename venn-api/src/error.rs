@@ -43,6 +43,8 @@ pub mod codes {
     pub const TOO_MANY_GROUPS: &str = "too_many_groups";
     /// A body over the size limit (413).
     pub const PAYLOAD_TOO_LARGE: &str = "payload_too_large";
+    /// The request or its body took longer than the server allows (408).
+    pub const TIMEOUT: &str = "timeout";
     /// A server fault; details are in the server's log (500).
     pub const INTERNAL: &str = "internal";
 }

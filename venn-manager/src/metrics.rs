@@ -27,6 +27,8 @@ pub struct Metrics {
     pub rounds_success: AtomicU64,
     /// Rounds closed as abort (by the job or by the deadline sweeper).
     pub rounds_abort: AtomicU64,
+    /// Connections closed at accept because the server was at its connection limit.
+    pub connections_refused: AtomicU64,
     latency_buckets: [AtomicU64; LATENCY_BOUNDS.len() + 1],
     latency_sum_ns: AtomicU64,
 }
@@ -60,6 +62,11 @@ impl Metrics {
                 "venn_assignments_total",
                 "Devices assigned to jobs.",
                 &self.assignments,
+            ),
+            (
+                "venn_connections_refused_total",
+                "Connections closed at accept: the server was at its connection limit.",
+                &self.connections_refused,
             ),
         ];
         for (name, help, v) in counters {

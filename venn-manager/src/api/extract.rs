@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use venn_api::{HttpError, codes};
 
 /// A JSON body; rejections become 400/413/415 with the serde message (which names the
-/// field and position).
+/// field and position), or 408 when the body did not arrive in time.
 pub struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
@@ -24,6 +24,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 }
 
 fn json_rejection(rej: JsonRejection) -> HttpError {
+    if body_timed_out(&rej) {
+        return HttpError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            codes::TIMEOUT,
+            "the request body did not arrive within the server's body timeout",
+        );
+    }
     let status = rej.status();
     let text = rej.body_text();
     let code = match rej {
@@ -50,6 +57,19 @@ fn json_rejection(rej: JsonRejection) -> HttpError {
         field,
         detail: Default::default(),
     }
+}
+
+/// Did reading the body fail because the server's body timeout
+/// ([`RequestBodyTimeoutLayer`](tower_http::timeout::RequestBodyTimeoutLayer)) ran out?
+fn body_timed_out(rej: &JsonRejection) -> bool {
+    let mut e: Option<&(dyn std::error::Error + 'static)> = Some(rej);
+    while let Some(err) = e {
+        if err.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        e = err.source();
+    }
+    false
 }
 
 /// Path parameters; a non-numeric id becomes a 400 naming the parameter.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use venn_core::admission::AdmissionParams;
 use venn_core::{FitRule, PolicyArgs, PolicyConfig, PolicyKind, SupplyConfig};
+use venn_manager::settings::ServerLimits;
 use venn_manager::{Clock, Manager, Settings, server};
 
 /// Serve the Venn resource manager: FL jobs register and submit round requests; devices
@@ -38,6 +39,20 @@ struct Args {
     /// Seed of the scheduler's random generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Connections served at once; one more is closed as soon as it is accepted (so idle
+    /// or slow clients cannot exhaust file descriptors). Keep it below `ulimit -n`.
+    #[arg(long, default_value_t = ServerLimits::default().max_connections, help_heading = "Limits")]
+    max_connections: usize,
+    /// Seconds a client may take to send a request's headers, or sit idle on a kept-alive
+    /// connection, before the connection is closed.
+    #[arg(long, default_value_t = ServerLimits::default().header_read_timeout_s, help_heading = "Limits")]
+    header_timeout_s: f64,
+    /// Seconds a request body may take to arrive (then 408).
+    #[arg(long, default_value_t = ServerLimits::default().body_timeout_s, help_heading = "Limits")]
+    body_timeout_s: f64,
+    /// Seconds a whole request may take (then 408).
+    #[arg(long, default_value_t = ServerLimits::default().request_timeout_s, help_heading = "Limits")]
+    request_timeout_s: f64,
     /// How a device that says when it goes offline (`online_for_s` in its check-in)
     /// judges an offered job: `nominal` (the job's compute + transfer time on the
     /// reference device, the authors' rule), `device-speed` (its own time) or `any`.
@@ -102,6 +117,12 @@ async fn main() -> anyhow::Result<()> {
         seed: a.seed,
         fit: a.fit,
         retry_after_s: a.retry_after_s,
+        server: ServerLimits {
+            max_connections: a.max_connections,
+            header_read_timeout_s: a.header_timeout_s,
+            body_timeout_s: a.body_timeout_s,
+            request_timeout_s: a.request_timeout_s,
+        },
         admission: a.admission.then_some(AdmissionParams {
             slot_s: a.admission_slot_s,
             horizon_s: a.admission_horizon_s,

@@ -108,6 +108,7 @@ impl Manager {
         if let Some(p) = &settings.admission {
             p.validate()?;
         }
+        settings.server.validate().map_err(anyhow::Error::msg)?;
         let store = Store::open(db)?;
         let policy = settings.policy.name();
         if let Some(p) = store.meta("policy")?

@@ -1,0 +1,142 @@
+//! The HTTP server's limits against clients that hold connections: a request whose
+//! headers never finish is dropped at the header timeout, a body that stalls gets 408,
+//! connections past the limit are closed at accept (and counted), and honest requests go
+//! on being served throughout. Real TCP on loopback.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use venn_manager::settings::ServerLimits;
+use venn_manager::{Clock, Manager, Settings};
+
+async fn serve(name: &str, limits: ServerLimits) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+    let db = common::temp_db(name);
+    let settings = Settings {
+        server: limits,
+        ..Settings::default()
+    };
+    let m = Arc::new(Manager::open(settings, &db, Clock::System).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(venn_manager::server::serve(listener, m, async {
+        let _ = rx.await;
+    }));
+    (addr, tx)
+}
+
+/// Sends `bytes` and reads until the server closes or `limit` passes: (what was read,
+/// whether the server closed the connection, when). A blocking client on its own thread,
+/// so the server's runtime is not the one waiting.
+async fn send(addr: SocketAddr, bytes: &[u8], limit: Duration) -> (String, bool, Duration) {
+    let bytes = bytes.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let t0 = Instant::now();
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(&bytes).unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        let closed = loop {
+            let left = limit.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                break false;
+            }
+            s.set_read_timeout(Some(left)).unwrap();
+            match s.read(&mut buf) {
+                Ok(0) => break true,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break false;
+                }
+                Err(_) => break true,
+            }
+        };
+        (
+            String::from_utf8_lossy(&out).into_owned(),
+            closed,
+            t0.elapsed(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+async fn healthz(addr: SocketAddr) -> String {
+    let req = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    send(addr, req, Duration::from_secs(5)).await.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_headers_are_dropped_and_a_stalled_body_gets_408() {
+    let limits = ServerLimits {
+        header_read_timeout_s: 0.5,
+        body_timeout_s: 0.5,
+        ..ServerLimits::default()
+    };
+    let (addr, _stop) = serve("limits-timeouts", limits).await;
+    // Headers that never end: the connection is closed at the header timeout.
+    let (out, closed, took) = send(
+        addr,
+        b"POST /v1/check-in HTTP/1.1\r\nhost: x\r\n",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(closed, "still open after {took:?}: {out}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    // A body announced at 100 bytes, 10 sent: 408 at the body timeout.
+    let (out, _, took) = send(
+        addr,
+        b"POST /v1/check-in HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"device_i",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(out.starts_with("HTTP/1.1 408"), "{out}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    // An honest request is served as before.
+    assert!(healthz(addr).await.ends_with("ok"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_limit_are_closed_at_accept_and_counted() {
+    let limits = ServerLimits {
+        max_connections: 3,
+        header_read_timeout_s: 30.0,
+        ..ServerLimits::default()
+    };
+    let (addr, _stop) = serve("limits-connections", limits).await;
+    // Three idle clients hold every connection the server serves.
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(TcpStream::connect(addr).unwrap());
+    }
+    // Give the server time to accept them.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (out, closed, took) = send(
+        addr,
+        b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(closed && out.is_empty(), "{out}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // One idle client leaves: its slot serves the next honest request.
+    drop(idle.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let req = b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    let (out, _, _) = send(addr, req, Duration::from_secs(5)).await;
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    let refused = out
+        .lines()
+        .find(|l| l.starts_with("venn_connections_refused_total "))
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|v| v.parse::<u64>().ok());
+    assert_eq!(refused, Some(1), "{out}");
+}

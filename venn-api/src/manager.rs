@@ -121,6 +121,27 @@ pub struct CheckIn {
 /// Largest `online_for_s` a check-in may state: 30 days.
 pub const MAX_ONLINE_FOR_S: f64 = 30.0 * 86_400.0;
 
+/// Bounds on what a client controls, so that no request can make the manager hold
+/// unbounded state or issue a lease that never runs out. A request past one is a 422
+/// naming the field.
+pub mod limits {
+    /// Tags on a device profile or a job's requirement.
+    pub const MAX_TAGS: usize = 32;
+    /// Bytes of one tag.
+    pub const MAX_TAG_BYTES: usize = 64;
+    /// Devices one round may request.
+    pub const MAX_DEMAND: u32 = 100_000;
+    /// Seconds from submission to a round's deadline (a task's lease ends a grace period
+    /// after it): one day.
+    pub const MAX_DEADLINE_S: f64 = 86_400.0;
+    /// Bytes of a job's name.
+    pub const MAX_NAME_BYTES: usize = 256;
+    /// Bytes of a job's `plan_url`.
+    pub const MAX_URL_BYTES: usize = 2_048;
+    /// Rounds a job may register for.
+    pub const MAX_ROUNDS: u32 = 1_000_000;
+}
+
 /// An assignment handed to a device.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Assignment {

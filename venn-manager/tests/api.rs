@@ -468,3 +468,85 @@ async fn a_device_that_says_when_it_leaves_takes_only_a_job_that_fits() {
         );
     }
 }
+
+#[tokio::test]
+async fn what_a_client_controls_is_bounded_and_named_when_past_the_bound() {
+    use venn_api::manager::limits;
+    let (m, _clock, _db) = manager("bounds");
+    let app = router(m.clone());
+    let field = |v: &Value| v["error"]["field"].as_str().map(str::to_string);
+    let tags = |n: usize, len: usize| {
+        let t: Vec<String> = (0..n).map(|i| format!("{i:0>len$}")).collect();
+        serde_json::to_string(&t).unwrap()
+    };
+    let check_in = |tags: String| {
+        format!(
+            r#"{{"device_id":1,"profile":{{"cpu_score":1,"mem_score":1,"os_version":10,"ms_per_sample":78,"bandwidth_kbps":13736,"tags":{tags}}}}}"#
+        )
+    };
+    for (body, ok) in [
+        (check_in(tags(limits::MAX_TAGS, limits::MAX_TAG_BYTES)), true),
+        (check_in(tags(limits::MAX_TAGS + 1, 4)), false),
+        (check_in(tags(1, limits::MAX_TAG_BYTES + 1)), false),
+    ] {
+        let (s, v) = call(&app, "POST", "/v1/check-in", None, Some(&body)).await;
+        if ok {
+            assert_eq!(s, StatusCode::OK, "{v}");
+        } else {
+            assert_eq!(
+                (s, field(&v).as_deref()),
+                (StatusCode::UNPROCESSABLE_ENTITY, Some("profile.tags")),
+                "{v}"
+            );
+        }
+    }
+    let job = |name: &str, tags: String| {
+        format!(
+            r#"{{"name":"{name}","requirement":{{"tags":{tags}}},"rounds":2,"model_size_bytes":1000,"plan_url":"http://127.0.0.1:9/plan"}}"#
+        )
+    };
+    let long_name = "n".repeat(limits::MAX_NAME_BYTES + 1);
+    for (body, bad) in [
+        (job("kb", tags(limits::MAX_TAGS + 1, 4)), "requirement.tags"),
+        (job(&long_name, tags(0, 1)), "name"),
+    ] {
+        let (s, v) = call(&app, "POST", "/v1/jobs", None, Some(&body)).await;
+        assert_eq!(
+            (s, field(&v).as_deref()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(bad)),
+            "{v}"
+        );
+    }
+    let (job, token) = register(&app, "kb").await;
+    let round = |demand: u64, deadline: &str| {
+        format!(r#"{{"demand":{demand},"deadline_s":{deadline},"min_response_fraction":1}}"#)
+    };
+    for (body, bad) in [
+        (round(1, "86401"), "deadline_s"),
+        (round(1, "1.7e308"), "deadline_s"),
+        (round(u64::from(u32::MAX), "60"), "demand"),
+    ] {
+        let (s, v) = call(
+            &app,
+            "POST",
+            &format!("/v1/jobs/{job}/rounds"),
+            Some(&token),
+            Some(&body),
+        )
+        .await;
+        assert_eq!(
+            (s, field(&v).as_deref()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(bad)),
+            "{v}"
+        );
+    }
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(&round(u64::from(limits::MAX_DEMAND), "86400")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+}

@@ -16,6 +16,7 @@ impl Manager {
         ] {
             finite(f, v)?;
         }
+        check_tags("profile.tags", &p.tags)?;
         if p.ms_per_sample <= 0.0 || p.bandwidth_kbps <= 0.0 {
             return Err(ServiceError::field(
                 "profile",

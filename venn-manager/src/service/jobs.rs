@@ -14,9 +14,25 @@ impl Manager {
         if req.name.trim().is_empty() {
             return Err(ServiceError::field("name", "must not be empty"));
         }
-        if req.rounds == 0 {
-            return Err(ServiceError::field("rounds", "must be at least 1"));
+        if req.name.len() > limits::MAX_NAME_BYTES {
+            return Err(ServiceError::field(
+                "name",
+                format!("at most {} bytes", limits::MAX_NAME_BYTES),
+            ));
         }
+        if !(1..=limits::MAX_ROUNDS).contains(&req.rounds) {
+            return Err(ServiceError::field(
+                "rounds",
+                format!("must be in 1..={}", limits::MAX_ROUNDS),
+            ));
+        }
+        if req.plan_url.len() > limits::MAX_URL_BYTES {
+            return Err(ServiceError::field(
+                "plan_url",
+                format!("at most {} bytes", limits::MAX_URL_BYTES),
+            ));
+        }
+        check_tags("requirement.tags", &req.requirement.tags)?;
         if !(req.plan_url.starts_with("http://") || req.plan_url.starts_with("https://")) {
             return Err(ServiceError::field(
                 "plan_url",

@@ -31,6 +31,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 use venn_api::manager::*;
+use venn_api::manager::limits;
 use venn_core::admission::{Admission, AdmissionParams, AdmissionPlan};
 use venn_core::job::{TaskRecord, TaskSample, TaskState};
 use venn_core::restore::{JobProgress, RestoredRound};
@@ -79,6 +80,23 @@ pub struct Manager {
 
 fn token() -> String {
     format!("{:032x}", rand::random::<u128>())
+}
+
+/// At most [`limits::MAX_TAGS`] tags of at most [`limits::MAX_TAG_BYTES`] each.
+fn check_tags(field: &str, tags: &[String]) -> Result<(), ServiceError> {
+    if tags.len() > limits::MAX_TAGS {
+        return Err(ServiceError::field(
+            field,
+            format!("at most {} tags", limits::MAX_TAGS),
+        ));
+    }
+    if tags.iter().any(|t| t.len() > limits::MAX_TAG_BYTES) {
+        return Err(ServiceError::field(
+            field,
+            format!("a tag is at most {} bytes", limits::MAX_TAG_BYTES),
+        ));
+    }
+    Ok(())
 }
 
 fn finite(field: &str, v: f64) -> Result<(), ServiceError> {

@@ -11,8 +11,17 @@ impl Manager {
         req: SubmitRound,
     ) -> Result<Submitted, ServiceError> {
         finite("deadline_s", req.deadline_s)?;
-        if req.deadline_s <= 0.0 {
-            return Err(ServiceError::field("deadline_s", "must be positive"));
+        if !(req.deadline_s > 0.0 && req.deadline_s <= limits::MAX_DEADLINE_S) {
+            return Err(ServiceError::field(
+                "deadline_s",
+                format!("must be positive and at most {} s", limits::MAX_DEADLINE_S),
+            ));
+        }
+        if req.demand > limits::MAX_DEMAND {
+            return Err(ServiceError::field(
+                "demand",
+                format!("at most {} devices per round", limits::MAX_DEMAND),
+            ));
         }
         finite("min_response_fraction", req.min_response_fraction)?;
         let now = self.clock.now();

@@ -14,7 +14,8 @@
 //! - [`store`]: the SQLite schema and queries; [`metrics`]: Prometheus rendering.
 //! - [`admission`]: the optional posted-price admission controller on the wall clock,
 //!   on venn-core's slot clock (the simulator's rule for slots, capacity and evictions).
-//! - [`clock`], [`settings`]: time source and knobs.
+//! - [`clock`], [`settings`]: time source and knobs; [`tokens`]: bearer tokens, kept
+//!   only as digests and compared in constant time.
 //! - [`server`]: serving with background sweeps and graceful shutdown.
 
 pub mod admission;
@@ -26,6 +27,7 @@ pub mod server;
 pub mod service;
 pub mod settings;
 pub mod store;
+pub mod tokens;
 
 pub use api::router;
 pub use clock::Clock;

@@ -1,5 +1,6 @@
 //! Durable state in embedded SQLite (WAL): jobs, rounds (one row per attempt), tasks, and
 //! the check-in time series behind the supply estimate (counts per profile per bucket).
+//! Tokens are stored as digests only, and the file is readable by its owner only.
 //!
 //! Every accepted mutation is written before the API answers, inside the same critical
 //! section as the core update, so the store and the core never disagree. WAL with
@@ -24,8 +25,9 @@ use venn_core::admission::{AdmittedJob, SavedSlot, StatementOfWork};
 use venn_core::job::TaskState;
 use venn_core::{JobSpec, RoundOutcome, RoundRequest, Time};
 
-/// Schema version written to `meta` (2: `admissions`; 3: `admission_slots`).
-const SCHEMA_VERSION: &str = "3";
+/// Schema version written to `meta` (2: `admissions`; 3: `admission_slots`; 4: tokens
+/// kept as digests).
+const SCHEMA_VERSION: &str = "4";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,7 +64,7 @@ pub struct StoredJob {
     pub id: u64,
     /// Spec as registered.
     pub spec: JobSpec,
-    /// Job token.
+    /// Digest of the job token ([`crate::tokens`]).
     pub token: String,
     /// Where devices fetch the plan.
     pub plan_url: String,
@@ -104,7 +106,7 @@ pub struct StoredRound {
 /// A task row.
 #[derive(Clone, Debug)]
 pub struct StoredTask {
-    /// Task token.
+    /// Digest of the task token ([`crate::tokens`]).
     pub token: String,
     /// Job id.
     pub job_id: u64,
@@ -236,6 +238,54 @@ fn json_col<T: serde::de::DeserializeOwned>(col: usize, text: &str) -> rusqlite:
     })
 }
 
+/// Creates the database file readable by its owner only (0600), or tightens an existing
+/// one: it holds the state of every job. SQLite gives its `-wal` and `-shm` files the
+/// database file's mode.
+fn owner_only(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        for suffix in ["-wal", "-shm"] {
+            let p = format!("{}{suffix}", path.display());
+            if Path::new(&p).exists() {
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))?;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// A database from before schema 4 kept raw tokens: replace each with its digest, so
+/// old tokens keep working and none is left readable.
+fn hash_stored_tokens(conn: &Connection) -> rusqlite::Result<()> {
+    for table in ["jobs", "tasks"] {
+        let raw: Vec<String> = conn
+            .prepare(&format!(
+                "SELECT token FROM {table} WHERE length(token) = {}",
+                crate::tokens::TOKEN_LEN
+            ))?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for t in raw {
+            if let Some(d) = crate::tokens::digest(&t) {
+                conn.execute(
+                    &format!("UPDATE {table} SET token = ?2 WHERE token = ?1"),
+                    params![t, d],
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn insert_job_row(conn: &Connection, j: &StoredJob) -> rusqlite::Result<()> {
     let spec = serde_json::to_string(&j.spec).map_err(json_err)?;
     conn.execute(
@@ -249,10 +299,17 @@ fn insert_job_row(conn: &Connection, j: &StoredJob) -> rusqlite::Result<()> {
 impl Store {
     /// Opens (or creates) the database at `path`; `:memory:` gives a throwaway store.
     pub fn open(path: &Path) -> rusqlite::Result<Store> {
+        owner_only(path).map_err(|e| {
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                Some(format!("{}: {e}", path.display())),
+            )
+        })?;
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
+        hash_stored_tokens(&conn)?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES('schema_version', ?1)
              ON CONFLICT(key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",

@@ -485,7 +485,10 @@ async fn what_a_client_controls_is_bounded_and_named_when_past_the_bound() {
         )
     };
     for (body, ok) in [
-        (check_in(tags(limits::MAX_TAGS, limits::MAX_TAG_BYTES)), true),
+        (
+            check_in(tags(limits::MAX_TAGS, limits::MAX_TAG_BYTES)),
+            true,
+        ),
         (check_in(tags(limits::MAX_TAGS + 1, 4)), false),
         (check_in(tags(1, limits::MAX_TAG_BYTES + 1)), false),
     ] {

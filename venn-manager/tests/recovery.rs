@@ -312,3 +312,101 @@ async fn a_killed_manager_process_restarts_and_the_round_completes() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// The bytes of the database and its write-ahead log.
+fn db_bytes(db: &std::path::Path) -> Vec<u8> {
+    let mut all = std::fs::read(db).unwrap();
+    if let Ok(wal) = std::fs::read(format!("{}-wal", db.display())) {
+        all.extend(wal);
+    }
+    all
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[tokio::test]
+async fn tokens_are_kept_as_digests_in_a_file_only_its_owner_reads() {
+    let (m, clock, db) = manager("digests");
+    let app = router(m.clone());
+    let (job, token) = register(&app, "a").await;
+    let round = r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#;
+    let (s, _) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(round),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(1, 1.0)),
+    )
+    .await;
+    let task = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    let bytes = db_bytes(&db);
+    assert!(!contains(&bytes, &token) && !contains(&bytes, &task));
+    assert!(contains(
+        &bytes,
+        &venn_manager::tokens::digest(&token).unwrap()
+    ));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
+    }
+    // A token that is not of the token's form is refused like a wrong one.
+    let (s, _) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/finish"),
+        Some("' OR 1=1 --"),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    drop(app);
+    drop(m);
+
+    // A database from before digests: its raw tokens still work after the upgrade, and
+    // are gone from the file.
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let raw = "0123456789abcdef0123456789abcdef";
+        conn.execute(
+            "UPDATE jobs SET token = ?1 WHERE id = ?2",
+            rusqlite::params![raw, job as i64],
+        )
+        .unwrap();
+        conn.execute_batch("UPDATE meta SET value = '3' WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+    }
+    let m = Arc::new(Manager::open(Settings::default(), &db, clock).unwrap());
+    let app = router(m.clone());
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/finish"),
+        Some("0123456789abcdef0123456789abcdef"),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{v}");
+    drop(app);
+    drop(m);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+    drop(conn);
+    assert!(!contains(
+        &db_bytes(&db),
+        "0123456789abcdef0123456789abcdef"
+    ));
+}

@@ -66,8 +66,9 @@ impl Manager {
         let lease_until = deadline + self.settings.lease_grace_s;
         let meta = g.jobs.get(&job.0).expect("live job has meta").clone();
         let attempt = meta.last.map_or(0, |(_, a)| a);
+        let raw_token = tokens::new_token();
         let task = StoredTask {
-            token: token(),
+            token: tokens::digest(&raw_token).expect("a fresh token is well formed"),
             job_id: job.0,
             round: round.0,
             attempt,
@@ -98,7 +99,7 @@ impl Manager {
                 job_id: job.0,
                 round: round.0,
                 plan_url: meta.plan_url,
-                task_token: task.token,
+                task_token: raw_token,
                 lease_s: lease_until - now.secs(),
                 model_size_bytes: meta.model_size_bytes,
             },

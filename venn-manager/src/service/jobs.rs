@@ -90,10 +90,11 @@ impl Manager {
             },
             _ => None,
         };
+        let raw_token = tokens::new_token();
         let stored = StoredJob {
             id: id.0,
             spec,
-            token: token(),
+            token: tokens::digest(&raw_token).expect("a fresh token is well formed"),
             plan_url: req.plan_url,
             model_size_bytes: req.model_size_bytes,
             registered_at: now.secs(),
@@ -136,7 +137,7 @@ impl Manager {
         }
         Ok(Registered {
             job_id: id.0,
-            token: stored.token,
+            token: raw_token,
             plan,
         })
     }
@@ -144,7 +145,7 @@ impl Manager {
     pub(super) fn authorize(g: &Inner, job: u64, token: Option<&str>) -> Result<(), ServiceError> {
         let meta = g.jobs.get(&job).ok_or_else(|| g.missing(job))?;
         match token {
-            Some(t) if t == meta.token => Ok(()),
+            Some(t) if tokens::matches(&meta.token, t) => Ok(()),
             _ => Err(ServiceError::Unauthorized("job token")),
         }
     }

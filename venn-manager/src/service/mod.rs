@@ -25,13 +25,14 @@ use crate::error::ServiceError;
 use crate::metrics::Metrics;
 use crate::settings::Settings;
 use crate::store::{JobLifecycle, Snapshot, Store, StoredJob, StoredTask};
+use crate::tokens;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
-use venn_api::manager::*;
 use venn_api::manager::limits;
+use venn_api::manager::*;
 use venn_core::admission::{Admission, AdmissionParams, AdmissionPlan};
 use venn_core::job::{TaskRecord, TaskSample, TaskState};
 use venn_core::restore::{JobProgress, RestoredRound};
@@ -76,10 +77,6 @@ pub struct Manager {
     settings: Settings,
     /// Counters and histograms for `/metrics`.
     pub metrics: Metrics,
-}
-
-fn token() -> String {
-    format!("{:032x}", rand::random::<u128>())
 }
 
 /// At most [`limits::MAX_TAGS`] tags of at most [`limits::MAX_TAG_BYTES`] each.

@@ -5,13 +5,13 @@ use super::*;
 impl Manager {
     /// A task's device (or its job) reports: acknowledged, finished or failed.
     pub fn report_task(&self, token: &str, state: TaskState) -> Result<(), ServiceError> {
+        let unknown = || ServiceError::not_found("unknown or already closed task token");
+        // Tasks are kept by their token's digest; a string of another form is no token.
+        let key = tokens::digest(token).ok_or_else(unknown)?;
+        let token = key.as_str();
         let now = self.clock.now();
         let mut g = self.lock();
-        let t = g
-            .tasks
-            .get(token)
-            .cloned()
-            .ok_or_else(|| ServiceError::not_found("unknown or already closed task token"))?;
+        let t = g.tasks.get(token).cloned().ok_or_else(unknown)?;
         match state {
             TaskState::Acknowledged => g.core.task_acknowledged(t.job, t.round, t.device, now)?,
             TaskState::Finished => {
@@ -40,8 +40,9 @@ impl Manager {
 
     /// Checks a task token belongs to `job` (jobs verify updates with it).
     pub fn verify_task(&self, token: &str) -> Option<TaskOwner> {
+        let key = tokens::digest(token)?;
         let g = self.lock();
-        g.tasks.get(token).map(|t| TaskOwner {
+        g.tasks.get(&key).map(|t| TaskOwner {
             job_id: t.job.0,
             round: t.round.0,
             device_id: t.device.0,

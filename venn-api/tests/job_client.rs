@@ -42,3 +42,17 @@ async fn weights_beyond_the_limit_are_refused_with_or_without_a_length() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_transport_error_does_not_carry_the_token_in_its_url() {
+    // Nothing listens on port 9: the report fails before any answer.
+    let m = venn_api::client::ManagerClient::new("http://127.0.0.1:9");
+    let token = "0123456789abcdef0123456789abcdef";
+    let e = m
+        .report_task(token, venn_api::manager::TaskReport::Finished)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Http { .. }), "{e}");
+    let shown = format!("{e} {e:?}");
+    assert!(!shown.contains(token), "{shown}");
+}

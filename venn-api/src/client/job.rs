@@ -58,11 +58,7 @@ impl<'a> JobClient<'a> {
             return Err(too_large);
         }
         let mut out = Vec::new();
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|source| ClientError::Http { peer: PEER, source })?
-        {
+        while let Some(chunk) = resp.chunk().await.map_err(|e| ClientError::http(PEER, e))? {
             if (out.len() + chunk.len()) as u64 > limit {
                 return Err(too_large);
             }

@@ -21,7 +21,7 @@ pub enum ClientError {
     Http {
         /// `manager` or `job`.
         peer: &'static str,
-        /// What reqwest said.
+        /// What reqwest said (without the URL, which may carry a token).
         source: reqwest::Error,
     },
     /// The peer answered an error status with the protocol's JSON error body.
@@ -55,6 +55,15 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// A transport failure talking to `peer`. The URL is dropped from reqwest's error:
+    /// task URLs carry bearer tokens, and errors end up in logs.
+    pub fn http(peer: &'static str, e: reqwest::Error) -> Self {
+        ClientError::Http {
+            peer,
+            source: e.without_url(),
+        }
+    }
+
     /// The HTTP status of an error answer (`None` for transport failures).
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -130,10 +139,7 @@ async fn send(
     peer: &'static str,
     req: reqwest::RequestBuilder,
 ) -> Result<reqwest::Response, ClientError> {
-    let resp = req
-        .send()
-        .await
-        .map_err(|source| ClientError::Http { peer, source })?;
+    let resp = req.send().await.map_err(|e| ClientError::http(peer, e))?;
     ok(peer, resp).await
 }
 
@@ -146,5 +152,5 @@ async fn call<T: DeserializeOwned>(
         .await?
         .json()
         .await
-        .map_err(|source| ClientError::Http { peer, source })
+        .map_err(|e| ClientError::http(peer, e))
 }

@@ -97,6 +97,7 @@ pub async fn run_experiment(
             listen: "127.0.0.1:0".parse().expect("literal"),
             csv: Some(fresh_job_csv(out, &lj.job.name)),
             t0,
+            operator_token: None,
         };
         let (job, arrival) = (lj.job.clone(), lj.arrival_s);
         jobs.spawn(async move {

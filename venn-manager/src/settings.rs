@@ -34,6 +34,84 @@ pub struct Settings {
     /// Connection limits and timeouts of the HTTP server ([`crate::server`]).
     #[serde(default)]
     pub server: ServerLimits,
+    /// Who may register jobs, where their plans may live, and when an idle job ends.
+    #[serde(default)]
+    pub registration: Registration,
+}
+
+/// Who may register jobs, where devices may be sent, and how long a silent job lives.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Registration {
+    /// When set, `POST /v1/jobs` needs `Authorization: Bearer <this>` (401 otherwise).
+    /// Not serialised: settings are logged and stored, secrets are not.
+    #[serde(skip)]
+    pub operator_token: Option<String>,
+    /// Hosts a job's `plan_url` may name besides loopback (`127.0.0.0/8`, `::1`,
+    /// `localhost`), compared case-insensitively: devices are only ever sent there.
+    pub plan_hosts: Vec<String>,
+    /// Seconds without round activity (registration, a round submitted or closed, an
+    /// open round's deadline, an admitted job's launch) after which a job is ended and
+    /// its devices released — the runner is presumed gone. `None`: never.
+    pub idle_job_s: Option<f64>,
+}
+
+impl Default for Registration {
+    fn default() -> Self {
+        Registration {
+            operator_token: None,
+            plan_hosts: Vec::new(),
+            idle_job_s: Some(3_600.0),
+        }
+    }
+}
+
+impl Registration {
+    /// Checks every field; the message names it.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(t) = &self.operator_token
+            && t.len() < 16
+        {
+            return Err("registration.operator_token must be at least 16 bytes".into());
+        }
+        if let Some(s) = self.idle_job_s
+            && !(s.is_finite() && s > 0.0)
+        {
+            return Err("registration.idle_job_s must be a positive number of seconds".into());
+        }
+        Ok(())
+    }
+
+    /// May devices be sent to `url`'s host? Loopback always, other hosts when listed.
+    pub fn plan_host_allowed(&self, url: &str) -> bool {
+        let Some(host) = url_host(url) else {
+            return false;
+        };
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let loopback = bare.eq_ignore_ascii_case("localhost")
+            || bare
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        loopback || self.plan_hosts.iter().any(|h| h.eq_ignore_ascii_case(bare))
+    }
+}
+
+/// The host of an `http://` or `https://` URL (without port or credentials).
+fn url_host(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    // Userinfo would let `http://127.0.0.1@elsewhere/` pass as loopback: refuse it.
+    if authority.contains('@') {
+        return None;
+    }
+    let host = if authority.starts_with('[') {
+        &authority[..=authority.find(']')?]
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    (!host.is_empty()).then_some(host)
 }
 
 /// What one client may hold of the HTTP server: connections and time.
@@ -95,6 +173,39 @@ impl Default for Settings {
             max_body_bytes: 64 * 1024,
             admission: None,
             server: ServerLimits::default(),
+            registration: Registration::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_urls_go_to_loopback_or_listed_hosts_only() {
+        let r = Registration {
+            plan_hosts: vec!["jobs.lab".into()],
+            ..Registration::default()
+        };
+        for ok in [
+            "http://127.0.0.1:9000/plan",
+            "http://localhost/plan",
+            "https://[::1]:8443/plan",
+            "http://127.8.9.1",
+            "http://JOBS.lab:9000/plan",
+        ] {
+            assert!(r.plan_host_allowed(ok), "{ok}");
+        }
+        for bad in [
+            "http://10.0.0.5:9000/plan",
+            "http://evil.example/plan",
+            "http://127.0.0.1@evil.example/plan",
+            "http://127.0.0.1.evil.example/",
+            "ftp://127.0.0.1/",
+            "http:///plan",
+        ] {
+            assert!(!r.plan_host_allowed(bad), "{bad}");
         }
     }
 }

@@ -34,6 +34,16 @@ pub fn matches(stored: &str, presented: &str) -> bool {
     digest(presented).is_some_and(|d| bool::from(d.as_bytes().ct_eq(stored.as_bytes())))
 }
 
+/// Is `presented` the operator's `secret`? Both are hashed first so that the comparison
+/// takes the same time whatever their lengths and contents.
+pub fn same_secret(secret: &str, presented: &str) -> bool {
+    let (a, b) = (
+        Sha256::digest(secret.as_bytes()),
+        Sha256::digest(presented.as_bytes()),
+    );
+    bool::from(a.as_slice().ct_eq(b.as_slice()))
+}
+
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     bytes.iter().fold(String::with_capacity(64), |mut s, b| {

@@ -553,3 +553,120 @@ async fn what_a_client_controls_is_bounded_and_named_when_past_the_bound() {
     .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
 }
+
+#[tokio::test]
+async fn registration_needs_the_operator_token_and_a_plan_on_an_allowed_host() {
+    use venn_manager::Settings;
+    use venn_manager::settings::Registration;
+    let settings = Settings {
+        registration: Registration {
+            operator_token: Some("operator-secret-0123".into()),
+            plan_hosts: vec!["jobs.lab".into()],
+            ..Registration::default()
+        },
+        ..Settings::default()
+    };
+    let (m, _clock, _db) = manager_with("operator", settings);
+    let app = router(m.clone());
+    let body = job_body("kb", 0.0);
+    for bearer in [None, Some("wrong-secret-000000000")] {
+        let (s, v) = call(&app, "POST", "/v1/jobs", bearer, Some(&body)).await;
+        assert_eq!(
+            (s, err_code(&v)),
+            (StatusCode::UNAUTHORIZED, "unauthorized"),
+            "{v}"
+        );
+    }
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/v1/jobs",
+        Some("operator-secret-0123"),
+        Some(&body),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    // Devices are only sent to loopback or listed hosts.
+    for (url, ok) in [
+        ("http://jobs.lab:9000/plan", true),
+        ("http://evil.example/plan", false),
+        ("http://127.0.0.1@evil.example/plan", false),
+    ] {
+        let body = job_body("kb", 0.0).replace("http://127.0.0.1:9/plan", url);
+        let (s, v) = call(
+            &app,
+            "POST",
+            "/v1/jobs",
+            Some("operator-secret-0123"),
+            Some(&body),
+        )
+        .await;
+        if ok {
+            assert_eq!(s, StatusCode::CREATED, "{url}: {v}");
+        } else {
+            assert_eq!(
+                (s, v["error"]["field"].as_str()),
+                (StatusCode::UNPROCESSABLE_ENTITY, Some("plan_url")),
+                "{url}: {v}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_silent_job_is_ended_and_its_devices_released() {
+    let (m, clock, _db) = manager("reaper");
+    let app = router(m.clone());
+    let (silent, token) = register(&app, "silent").await;
+    let (busy, busy_token) = register(&app, "busy").await;
+    let round = r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#;
+    let (s, _) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{silent}/rounds"),
+        Some(&token),
+        Some(round),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(1, 1.0)),
+    )
+    .await;
+    assert_eq!(v["assignment"]["job_id"].as_u64(), Some(silent), "{v}");
+    let task = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    // An hour passes with no word from `silent`; `busy` submits a round now and then.
+    for _ in 0..4 {
+        clock.advance(1_000.0);
+        m.sweep().unwrap();
+        let (s, v) = call(&app, "GET", &format!("/v1/jobs/{busy}"), None, None).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let (s, _) = call(
+            &app,
+            "POST",
+            &format!("/v1/jobs/{busy}/rounds"),
+            Some(&busy_token),
+            Some(round),
+        )
+        .await;
+        assert!(s == StatusCode::CREATED || s == StatusCode::CONFLICT, "{s}");
+    }
+    // 4,000 s since its last call and 3,400 s since its round's deadline: ended.
+    let (s, v) = call(&app, "GET", &format!("/v1/jobs/{silent}"), None, None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+    let (s, _) = call(
+        &app,
+        "POST",
+        &format!("/v1/tasks/{task}/finished"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "its task was released");
+    let (s, _) = call(&app, "GET", &format!("/v1/jobs/{busy}"), None, None).await;
+    assert_eq!(s, StatusCode::OK);
+}

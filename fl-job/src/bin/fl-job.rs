@@ -104,6 +104,10 @@ enum Cmd {
         /// Address the job's device-facing server listens on.
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: std::net::SocketAddr,
+        /// The manager's operator token, if it was started with one (it then refuses
+        /// registrations without it).
+        #[arg(long, env = "VENN_OPERATOR_TOKEN", hide_env_values = true)]
+        operator_token: Option<String>,
         /// Per-round CSV.
         #[arg(long, default_value = "results/job.csv")]
         csv: PathBuf,
@@ -119,6 +123,7 @@ fn run_live(
     task: Option<String>,
     manager: String,
     listen: std::net::SocketAddr,
+    operator_token: Option<String>,
     csv: PathBuf,
     data: Option<PathBuf>,
 ) -> anyhow::Result<()> {
@@ -144,6 +149,7 @@ fn run_live(
         listen,
         csv: Some(csv.clone()),
         t0: std::time::Instant::now(),
+        operator_token,
     };
     let report = rt.block_on(fl_job::runner::run_job(cfg, t, test, opts))?;
     println!("{}", serde_json::to_string_pretty(&report)?);
@@ -164,11 +170,12 @@ fn main() -> anyhow::Result<()> {
         task,
         manager,
         listen,
+        operator_token,
         csv,
         data,
     } = cli.cmd
     {
-        return run_live(config, task, manager, listen, csv, data);
+        return run_live(config, task, manager, listen, operator_token, csv, data);
     }
     let device = cli.backend.device();
     match cli.cmd {

@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub csv: Option<PathBuf>,
     /// Experiment start, for the CSV's wall-time column.
     pub t0: Instant,
+    /// The manager's operator token, when it requires one to register jobs.
+    pub operator_token: Option<String>,
 }
 
 fn epoch_now() -> f64 {
@@ -90,6 +92,7 @@ pub async fn run_job(
         statement: cfg.statement.clone(),
     };
     let api = ManagerClient::with_http(http, &opts.manager)
+        .with_operator_token(opts.operator_token.clone())
         .register_job(&reg)
         .await?;
     let plan = api.plan;

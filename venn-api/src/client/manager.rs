@@ -18,6 +18,8 @@ const PEER: &str = "manager";
 pub struct ManagerClient {
     http: reqwest::Client,
     base: String,
+    /// Sent as the bearer of job registrations, for a manager that requires one.
+    operator_token: Option<String>,
 }
 
 impl ManagerClient {
@@ -37,7 +39,15 @@ impl ManagerClient {
         ManagerClient {
             http,
             base: base.trim_end_matches('/').to_string(),
+            operator_token: None,
         }
+    }
+
+    /// Registers jobs with `token` as the bearer: a manager started with
+    /// `--operator-token` refuses registrations without it (401).
+    pub fn with_operator_token(mut self, token: Option<String>) -> Self {
+        self.operator_token = token;
+        self
     }
 
     /// The manager's base URL.
@@ -58,7 +68,11 @@ impl ManagerClient {
     /// the plan it was admitted with; a declined job is a [`ClientError`] whose
     /// [`quote`](ClientError::quote) is the best plan there was.
     pub async fn register_job(&self, req: &RegisterJob) -> Result<JobSession, ClientError> {
-        let r: Registered = call(PEER, self.http.post(self.url(paths::JOBS)).json(req)).await?;
+        let mut post = self.http.post(self.url(paths::JOBS)).json(req);
+        if let Some(t) = &self.operator_token {
+            post = post.bearer_auth(t);
+        }
+        let r: Registered = call(PEER, post).await?;
         Ok(JobSession {
             client: self.clone(),
             job_id: r.job_id,

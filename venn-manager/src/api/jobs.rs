@@ -20,8 +20,10 @@ pub(super) fn job_token(h: &HeaderMap) -> Option<&str> {
 /// admitted the job); with admission control, 409 `declined` with the quote.
 pub async fn register(
     State(m): State<AppState>,
+    headers: HeaderMap,
     ApiJson(req): ApiJson<RegisterJob>,
 ) -> Result<(StatusCode, Json<Registered>), HttpError> {
+    m.authorize_registration(job_token(&headers))?;
     Ok((StatusCode::CREATED, Json(m.register_job(req)?)))
 }
 

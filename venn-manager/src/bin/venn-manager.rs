@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use venn_core::admission::AdmissionParams;
 use venn_core::{FitRule, PolicyArgs, PolicyConfig, PolicyKind, SupplyConfig};
-use venn_manager::settings::ServerLimits;
+use venn_manager::settings::{Registration, ServerLimits};
 use venn_manager::{Clock, Manager, Settings, server};
 
 /// Serve the Venn resource manager: FL jobs register and submit round requests; devices
@@ -50,6 +50,23 @@ struct Args {
     /// Seconds a request body may take to arrive (then 408).
     #[arg(long, default_value_t = ServerLimits::default().body_timeout_s, help_heading = "Limits")]
     body_timeout_s: f64,
+    /// Require this bearer token on job registration (`POST /v1/jobs`); at least 16
+    /// bytes. Without it anyone who reaches the manager may register jobs.
+    #[arg(
+        long,
+        env = "VENN_OPERATOR_TOKEN",
+        hide_env_values = true,
+        help_heading = "Limits"
+    )]
+    operator_token: Option<String>,
+    /// A host (name or address) a job's plan_url may name besides loopback; repeat for
+    /// more. Devices are only ever sent to these hosts.
+    #[arg(long = "plan-host", value_name = "HOST", help_heading = "Limits")]
+    plan_hosts: Vec<String>,
+    /// End a job, and release its devices, after this many seconds without activity
+    /// (no call, no open round, no launch to come); 0: never.
+    #[arg(long, default_value_t = 3600.0, help_heading = "Limits")]
+    idle_job_s: f64,
     /// Seconds a whole request may take (then 408).
     #[arg(long, default_value_t = ServerLimits::default().request_timeout_s, help_heading = "Limits")]
     request_timeout_s: f64,
@@ -117,6 +134,11 @@ async fn main() -> anyhow::Result<()> {
         seed: a.seed,
         fit: a.fit,
         retry_after_s: a.retry_after_s,
+        registration: Registration {
+            operator_token: a.operator_token,
+            plan_hosts: a.plan_hosts,
+            idle_job_s: (a.idle_job_s > 0.0).then_some(a.idle_job_s),
+        },
         server: ServerLimits {
             max_connections: a.max_connections,
             header_read_timeout_s: a.header_timeout_s,

@@ -33,10 +33,11 @@ impl Manager {
             ));
         }
         check_tags("requirement.tags", &req.requirement.tags)?;
-        if !(req.plan_url.starts_with("http://") || req.plan_url.starts_with("https://")) {
+        if !self.settings.registration.plan_host_allowed(&req.plan_url) {
             return Err(ServiceError::field(
                 "plan_url",
-                "must be an http:// or https:// URL",
+                "must be an http:// or https:// URL on loopback or on a host the manager \
+                 allows (--plan-host): devices are sent there",
             ));
         }
         let statement = match (self.settings.admission.as_ref(), statement) {
@@ -122,6 +123,7 @@ impl Manager {
             model_size_bytes: stored.model_size_bytes,
             last: None,
             plan,
+            active_at: now.secs(),
         };
         g.jobs.insert(id.0, meta);
         match plan {
@@ -142,11 +144,32 @@ impl Manager {
         })
     }
 
-    pub(super) fn authorize(g: &Inner, job: u64, token: Option<&str>) -> Result<(), ServiceError> {
-        let meta = g.jobs.get(&job).ok_or_else(|| g.missing(job))?;
+    /// Checks the job's token; an authorised call is activity that keeps the job from
+    /// the idle-job reaper.
+    pub(super) fn authorize(
+        g: &mut Inner,
+        job: u64,
+        token: Option<&str>,
+        now: Time,
+    ) -> Result<(), ServiceError> {
+        let missing = g.missing(job);
+        let meta = g.jobs.get_mut(&job).ok_or(missing)?;
         match token {
-            Some(t) if tokens::matches(&meta.token, t) => Ok(()),
+            Some(t) if tokens::matches(&meta.token, t) => {
+                meta.active_at = meta.active_at.max(now.secs());
+                Ok(())
+            }
             _ => Err(ServiceError::Unauthorized("job token")),
+        }
+    }
+
+    /// Checks the operator token of a registration (`Authorization: Bearer …`), when the
+    /// manager has one ([`Registration::operator_token`](crate::settings::Registration)).
+    pub fn authorize_registration(&self, bearer: Option<&str>) -> Result<(), ServiceError> {
+        match (&self.settings.registration.operator_token, bearer) {
+            (None, _) => Ok(()),
+            (Some(want), Some(got)) if tokens::same_secret(want, got) => Ok(()),
+            _ => Err(ServiceError::Unauthorized("operator token")),
         }
     }
 
@@ -159,43 +182,8 @@ impl Manager {
     ) -> Result<(), ServiceError> {
         let now = self.clock.now();
         let mut g = self.lock();
-        Self::authorize(&g, job, token)?;
-        let id = JobId(job);
-        // The store first: if it fails, nothing has changed anywhere.
-        g.store.end_job(
-            job,
-            if finished {
-                JobLifecycle::Finished
-            } else {
-                JobLifecycle::Removed
-            },
-            now,
-        )?;
-        if finished {
-            g.core.job_finished(id, now)?;
-        } else {
-            g.core.remove_job(id, now)?;
-        }
-        g.jobs.remove(&job);
-        g.tasks.retain(|_, t| t.job != id);
-        tracing::info!(job, finished, "job ended");
-        if let Some(adm) = g.admission.as_mut() {
-            let ctl = adm.controller_mut();
-            let settled = if finished {
-                ctl.finished(id, now)
-            } else {
-                ctl.withdraw(id, now)
-            };
-            if let Some(s) = settled {
-                tracing::info!(
-                    job,
-                    value = s.value,
-                    payment = s.payment,
-                    "admitted job settled"
-                );
-            }
-        }
-        Ok(())
+        Self::authorize(&mut g, job, token, now)?;
+        g.end(job, finished, now)
     }
 
     /// Model size and plan URL of a job.
@@ -214,5 +202,48 @@ impl Manager {
     /// The error for a job that is not live: 410 if admission control evicted it, else 404.
     pub fn missing_job(&self, job: u64) -> ServiceError {
         self.lock().missing(job)
+    }
+}
+
+impl Inner {
+    /// Ends a job: `finished` after its rounds, or `removed` (cancelled, or silent for
+    /// too long); its devices are released and admission control settles it.
+    pub(super) fn end(&mut self, job: u64, finished: bool, now: Time) -> Result<(), ServiceError> {
+        let id = JobId(job);
+        // The store first: if it fails, nothing has changed anywhere.
+        self.store.end_job(
+            job,
+            if finished {
+                JobLifecycle::Finished
+            } else {
+                JobLifecycle::Removed
+            },
+            now,
+        )?;
+        if finished {
+            self.core.job_finished(id, now)?;
+        } else {
+            self.core.remove_job(id, now)?;
+        }
+        self.jobs.remove(&job);
+        self.tasks.retain(|_, t| t.job != id);
+        tracing::info!(job, finished, "job ended");
+        if let Some(adm) = self.admission.as_mut() {
+            let ctl = adm.controller_mut();
+            let settled = if finished {
+                ctl.finished(id, now)
+            } else {
+                ctl.withdraw(id, now)
+            };
+            if let Some(s) = settled {
+                tracing::info!(
+                    job,
+                    value = s.value,
+                    payment = s.payment,
+                    "admitted job settled"
+                );
+            }
+        }
+        Ok(())
     }
 }

@@ -48,6 +48,9 @@ struct JobMeta {
     last: Option<(u32, u32)>,
     /// The plan admission control admitted the job with, if it did.
     plan: Option<AdmissionPlan>,
+    /// When the job last called the manager (registered, submitted or closed a round,
+    /// or this process restored it): the idle-job reaper's clock.
+    active_at: f64,
 }
 
 /// An outstanding task (assigned or acknowledged).
@@ -124,6 +127,10 @@ impl Manager {
             p.validate()?;
         }
         settings.server.validate().map_err(anyhow::Error::msg)?;
+        settings
+            .registration
+            .validate()
+            .map_err(anyhow::Error::msg)?;
         let store = Store::open(db)?;
         let policy = settings.policy.name();
         if let Some(p) = store.meta("policy")?

@@ -129,6 +129,7 @@ impl Inner {
                     model_size_bytes: j.model_size_bytes,
                     last,
                     plan,
+                    active_at: now.secs(),
                 },
             );
         }

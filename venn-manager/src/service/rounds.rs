@@ -26,7 +26,7 @@ impl Manager {
         finite("min_response_fraction", req.min_response_fraction)?;
         let now = self.clock.now();
         let mut g = self.lock();
-        Self::authorize(&g, job, token)?;
+        Self::authorize(&mut g, job, token, now)?;
         let request = RoundRequest {
             demand: req.demand,
             deadline: now + req.deadline_s,
@@ -115,7 +115,7 @@ impl Manager {
         let now = self.clock.now();
         {
             let mut g = self.lock();
-            Self::authorize(&g, job, token)?;
+            Self::authorize(&mut g, job, token, now)?;
             g.close(JobId(job), RoundId(round), outcome, now)?;
         }
         match outcome {

@@ -4,8 +4,10 @@
 use super::*;
 
 impl Manager {
-    /// Releases tasks whose lease ran out and aborts rounds left open well past their
-    /// deadline (their job is presumed gone). Returns (tasks expired, rounds aborted).
+    /// Releases tasks whose lease ran out, aborts rounds left open well past their
+    /// deadline, and ends jobs silent for longer than
+    /// [`Registration::idle_job_s`](crate::settings::Registration) (their runners are
+    /// presumed gone). Returns (tasks expired, rounds aborted).
     pub fn sweep(&self) -> Result<(usize, usize), ServiceError> {
         let now = self.clock.now();
         let mut g = self.lock();
@@ -38,6 +40,16 @@ impl Manager {
                 round = round.0,
                 "round left open past its deadline: aborted"
             );
+        }
+        if let Some(idle) = self.settings.registration.idle_job_s {
+            for job in g.silent_jobs(now, idle) {
+                g.end(job, false, now)?;
+                tracing::warn!(
+                    job,
+                    idle_s = idle,
+                    "job silent too long: ended, its devices released"
+                );
+            }
         }
         drop(g);
         self.metrics
@@ -120,6 +132,25 @@ impl Manager {
 }
 
 impl Inner {
+    /// Jobs with no activity for more than `idle` seconds: no call since then, no open
+    /// round whose deadline is that recent, no admitted launch still to come.
+    fn silent_jobs(&self, now: Time, idle: f64) -> Vec<u64> {
+        self.jobs
+            .iter()
+            .filter(|(id, meta)| {
+                let mut last = meta.active_at;
+                if let Some(p) = meta.plan {
+                    last = last.max(p.launch_at.secs());
+                }
+                if let Some(r) = self.core.job(JobId(**id)).and_then(|j| j.current.as_ref()) {
+                    last = last.max(r.request.deadline.secs());
+                }
+                now.secs() - last > idle
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// Removes a job the admission controller evicted (it already forgot the job).
     pub(super) fn evict(&mut self, job: JobId, now: Time) -> Result<(), ServiceError> {
         tracing::warn!(

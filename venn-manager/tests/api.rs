@@ -619,26 +619,8 @@ async fn a_silent_job_is_ended_and_its_devices_released() {
     let app = router(m.clone());
     let (silent, token) = register(&app, "silent").await;
     let (busy, busy_token) = register(&app, "busy").await;
+    let task = one_task(&app, silent, &token, 1).await;
     let round = r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#;
-    let (s, _) = call(
-        &app,
-        "POST",
-        &format!("/v1/jobs/{silent}/rounds"),
-        Some(&token),
-        Some(round),
-    )
-    .await;
-    assert_eq!(s, StatusCode::CREATED);
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(1, 1.0)),
-    )
-    .await;
-    assert_eq!(v["assignment"]["job_id"].as_u64(), Some(silent), "{v}");
-    let task = v["assignment"]["task_token"].as_str().unwrap().to_string();
     // An hour passes with no word from `silent`; `busy` submits a round now and then.
     for _ in 0..4 {
         clock.advance(1_000.0);

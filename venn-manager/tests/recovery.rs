@@ -331,25 +331,7 @@ async fn tokens_are_kept_as_digests_in_a_file_only_its_owner_reads() {
     let (m, clock, db) = manager("digests");
     let app = router(m.clone());
     let (job, token) = register(&app, "a").await;
-    let round = r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#;
-    let (s, _) = call(
-        &app,
-        "POST",
-        &format!("/v1/jobs/{job}/rounds"),
-        Some(&token),
-        Some(round),
-    )
-    .await;
-    assert_eq!(s, StatusCode::CREATED);
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(1, 1.0)),
-    )
-    .await;
-    let task = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    let task = one_task(&app, job, &token, 1).await;
     let bytes = db_bytes(&db);
     assert!(!contains(&bytes, &token) && !contains(&bytes, &task));
     assert!(contains(

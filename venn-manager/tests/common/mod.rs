@@ -117,3 +117,21 @@ pub fn job_with_statement(name: &str, statement: &str) -> String {
         r#"{{"name":"{name}","rounds":2,"model_size_bytes":1000,"plan_url":"http://127.0.0.1:9/plan","statement":{statement}}}"#
     )
 }
+
+/// Submits a one-device round for `job` and checks `device` in: returns its task token.
+pub async fn one_task(app: &Router, job: u64, token: &str, device: u64) -> String {
+    let round = r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#;
+    let path = format!("/v1/jobs/{job}/rounds");
+    let (s, v) = call(app, "POST", &path, Some(token), Some(round)).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (_, v) = call(
+        app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(device, 1.0)),
+    )
+    .await;
+    assert_eq!(v["assignment"]["job_id"].as_u64(), Some(job), "{v}");
+    v["assignment"]["task_token"].as_str().unwrap().to_string()
+}

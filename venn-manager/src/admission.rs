@@ -27,10 +27,9 @@
 use crate::error::ServiceError;
 use serde::Serialize;
 use venn_core::admission::{
-    Admission, AdmissionController, AdmissionParams, AdmissionStats, AdmittedJob, SavedSlot,
-    SlotClock, SlotsClosed, StatementOfWork,
+    AdmissionParams, AdmissionStats, SavedSlot, SlotClock, StatementOfWork,
 };
-use venn_core::{CoreError, JobId, Time};
+use venn_core::{CoreError, Time};
 
 /// The manager's bound on a statement the core has validated (the core also caps value
 /// points and outcomes, [`venn_core::admission::MAX_POINTS`], for every driver): its
@@ -55,10 +54,25 @@ pub fn check_statement(
     Ok(())
 }
 
-/// The controller on venn-core's slot clock, as the manager holds it.
+/// The controller on venn-core's slot clock, as the manager holds it: the clock's own
+/// methods (submit, check-ins, timeouts, the controller) through `Deref`, plus what the
+/// manager adds (persistence, the status report).
 #[derive(Debug)]
 pub struct AdmissionState {
     clock: SlotClock,
+}
+
+impl std::ops::Deref for AdmissionState {
+    type Target = SlotClock;
+    fn deref(&self) -> &SlotClock {
+        &self.clock
+    }
+}
+
+impl std::ops::DerefMut for AdmissionState {
+    fn deref_mut(&mut self) -> &mut SlotClock {
+        &mut self.clock
+    }
 }
 
 /// Admission control as `/v1/status` shows it.
@@ -96,65 +110,15 @@ impl AdmissionState {
         Ok(AdmissionState { clock })
     }
 
-    /// The controller.
-    pub fn controller(&self) -> &AdmissionController {
-        self.clock.controller()
-    }
-
-    /// The controller, to restore, finish or withdraw jobs.
-    pub fn controller_mut(&mut self) -> &mut AdmissionController {
-        self.clock.controller_mut()
-    }
-
-    /// Plans and admits or declines `sow` for `job` at `now`.
-    pub fn submit(
-        &mut self,
-        job: JobId,
-        sow: &StatementOfWork,
-        now: Time,
-    ) -> Result<Admission, CoreError> {
-        self.clock.submit(job, sow, now)
-    }
-
-    /// Counts one device check-in at `now` towards its slot's realised capacity.
-    pub fn count_check_in(&mut self, now: Time) {
-        self.clock.on_check_in(now);
-    }
-
-    /// When the open slot ends (the ticker closes it at its first tick after).
-    pub fn poll_timeout(&self) -> Time {
-        self.clock.poll_timeout()
-    }
-
-    /// Closes every slot that ended by `now`; returns what was judged and the jobs
-    /// evicted (last admitted first).
-    pub fn handle_timeout(&mut self, now: Time) -> SlotsClosed {
-        let out = self.clock.handle_timeout(now);
-        for j in &out.judged {
-            tracing::debug!(
-                slot = j.slot,
-                realised = j.realised,
-                capacity = j.capacity,
-                "admission slot closed"
-            );
-        }
-        out
-    }
-
     /// The slots to persist now (judged ones of the window, open tallies) and the first
     /// slot worth keeping.
-    pub fn saved(&self, now: Time) -> (Vec<SavedSlot>, u64) {
+    pub fn to_persist(&self, now: Time) -> (Vec<SavedSlot>, u64) {
         let p = self.clock.controller().params();
         let window = (p.capacity_window_s / p.slot_s).round() as u64;
         (
             self.clock.saved(now),
             self.clock.slot_of(now).saturating_sub(window + 1),
         )
-    }
-
-    /// The admitted job `job`, if the controller holds it.
-    pub fn admitted(&self, job: u64) -> Option<&AdmittedJob> {
-        self.controller().admitted(JobId(job))
     }
 
     /// A report for `/v1/status`; `active` is the number of admitted jobs not ended.

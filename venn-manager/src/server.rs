@@ -49,10 +49,8 @@ pub async fn serve(
     manager: Arc<Manager>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // Validated when the manager was opened.
     let limits = manager.settings().server;
-    limits
-        .validate()
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let bg = manager.clone();
     let ticker = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));

@@ -40,7 +40,7 @@ impl Manager {
         self.metrics.checkins.fetch_add(1, Relaxed);
         let mut g = self.lock();
         if let Some(adm) = g.admission.as_mut() {
-            adm.count_check_in(now);
+            adm.on_check_in(now);
         }
         let t0 = Instant::now();
         let online_until = online_for.map(|s| Time(now.secs() + s));

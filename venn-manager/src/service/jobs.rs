@@ -76,7 +76,11 @@ impl Manager {
                         let _ = g.core.remove_job(id, now);
                         return Err(e.into());
                     }
-                    let a = adm.admitted(id.0).cloned().expect("just admitted");
+                    let a = adm
+                        .controller()
+                        .admitted(id)
+                        .cloned()
+                        .expect("just admitted");
                     Some(a)
                 }
                 Ok(Admission::Declined { quote, reason }) => {

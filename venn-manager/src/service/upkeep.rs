@@ -78,8 +78,16 @@ impl Manager {
             return Ok(Vec::new());
         }
         let closed = adm.handle_timeout(now);
+        for j in &closed.judged {
+            tracing::debug!(
+                slot = j.slot,
+                realised = j.realised,
+                capacity = j.capacity,
+                "admission slot closed"
+            );
+        }
         let evicted = closed.evicted;
-        let (saved, min_slot) = adm.saved(now);
+        let (saved, min_slot) = adm.to_persist(now);
         let mut first_err = g
             .store
             .put_admission_slots(&saved, min_slot)
@@ -120,7 +128,7 @@ impl Manager {
         g.store.add_checkins(&rows)?;
         if let Some(adm) = &g.admission {
             // The open slot's tally, so a restart mid-slot keeps what it counted.
-            let (mut saved, min_slot) = adm.saved(now);
+            let (mut saved, min_slot) = adm.to_persist(now);
             saved.retain(|s| !s.judged);
             g.store.put_admission_slots(&saved, min_slot)?;
         }

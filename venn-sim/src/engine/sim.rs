@@ -15,7 +15,9 @@ use venn_core::{
     RoundRequest, TaskCost, Time, rules::RoundRule,
 };
 
-use super::admission::{AdmissionMode, AdmissionSummary, job_statements, prior_per_slot};
+use super::admission::{
+    AdmissionMode, AdmissionSummary, JobStatement, job_statements, prior_per_slot,
+};
 use super::config::{DEFAULT_REPLICAS, SimConfig};
 use super::error::SimError;
 use super::events::{EventKind, EventQueue};
@@ -105,13 +107,8 @@ struct Engine<'a, H: SimHooks> {
     s: Summary,
     /// Admission control on venn-core's slot clock (with `[admission]`).
     adm: Option<SlotClock>,
-    /// Statements of work by job (admission only): (what it reports, its true value fn).
-    statements: Vec<
-        Option<(
-            venn_core::admission::StatementOfWork,
-            venn_core::admission::ValueFn,
-        )>,
-    >,
+    /// Statements of work by job (admission only; empty without it).
+    statements: Vec<JobStatement>,
 }
 
 /// Runs one simulation; see the [module docs](super) for the semantics.
@@ -173,18 +170,16 @@ pub fn run_with_hooks<H: SimHooks>(
             ..Summary::default()
         },
         adm: None,
-        statements: vec![None; input.jobs.len()],
+        statements: job_statements(input, cfg),
     };
-    let statements = job_statements(input, cfg);
     for (i, j) in input.jobs.iter().enumerate() {
         e.runs[i].cost = TaskCost {
             compute_s: j.row.workload_s,
             comm_s: j.row.comm_s * cfg.comm_trips,
         };
         e.runs[i].target = j.row.rounds;
-        if let Some(st) = statements.get(i) {
+        if let Some(st) = e.statements.get(i) {
             e.runs[i].target = st.real_rounds;
-            e.statements[i] = Some((st.reported.clone(), st.truth.value.clone()));
         }
         e.queue
             .push(j.row.arrival_s, EventKind::Arrival { job: i as u32 });
@@ -383,7 +378,11 @@ impl<H: SimHooks> Engine<'_, H> {
         if cfg.mode == AdmissionMode::AdmitAll {
             return self.launch(j, now);
         }
-        let (sow, _) = self.statements[j].as_ref().expect("built with admission");
+        let sow = &self
+            .statements
+            .get(j)
+            .expect("built with admission")
+            .reported;
         let decision = a
             .submit(JobId(j as u64), sow, Time(now))
             .map_err(|e| SimError::Config(format!("job {}: {e}", self.input.jobs[j].row.idx)))?;
@@ -471,7 +470,7 @@ impl<H: SimHooks> Engine<'_, H> {
 
     /// Value and payment of a job that completed at `now`.
     fn settle(&mut self, j: usize, now: f64) {
-        let Some((_, value_fn)) = &self.statements[j] else {
+        let Some(value_fn) = self.statements.get(j).map(|st| &st.truth.value) else {
             return;
         };
         let arrival = self.input.jobs[j].row.arrival_s;
@@ -631,12 +630,8 @@ impl<H: SimHooks> Engine<'_, H> {
                     Admit::Evicted => Some("evicted".into()),
                 },
                 launch_s: run.launch,
-                value: self.statements[j]
-                    .as_ref()
-                    .map(|_| run.value.unwrap_or(0.0)),
-                payment: self.statements[j]
-                    .as_ref()
-                    .map(|_| run.payment.unwrap_or(0.0)),
+                value: self.statements.get(j).map(|_| run.value.unwrap_or(0.0)),
+                payment: self.statements.get(j).map(|_| run.payment.unwrap_or(0.0)),
             });
         }
         if let Some(cfg) = &self.cfg.admission {

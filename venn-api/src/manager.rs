@@ -101,6 +101,27 @@ pub struct RoundStatus {
 pub struct CloseRound {
     /// Success or abort.
     pub outcome: RoundOutcome,
+    /// What the round achieved, for the status page and `/v1/status`: optional. A job
+    /// that evaluates after closing (so that evaluation does not count as response
+    /// collection) repeats the close with the same outcome and its metrics: a repeated
+    /// close of the round's latest attempt is accepted and only records the metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<RoundMetrics>,
+}
+
+/// A closed round's results as its job reports them: every field optional.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoundMetrics {
+    /// Test accuracy of the new global model, in [0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
+    /// Test loss of the new global model (finite, not negative).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<f64>,
+    /// Devices whose updates were aggregated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub participants: Option<u32>,
 }
 
 /// `POST /v1/check-in`.

@@ -12,6 +12,7 @@
 use crate::error::CoreError;
 use crate::fit::FitRule;
 use crate::groups::Groups;
+use crate::groupset::{GroupIdx, GroupSet};
 use crate::hash::FastMap;
 use crate::ids::{DeviceId, JobId, RoundId};
 use crate::job::{
@@ -484,6 +485,12 @@ impl ResourceManager {
     /// driver passes a random key so that clients cannot flood one hash bucket.
     pub fn set_profile_hash_key(&mut self, key: u64) {
         self.supply.set_hash_key(key);
+    }
+
+    /// The supply regions the policy's last plan gave to a job group (Venn's cell
+    /// owners); empty for policies that plan no regions.
+    pub fn region_owners(&self) -> Vec<(GroupSet, GroupIdx)> {
+        self.policy.region_owners()
     }
 
     /// The policy's name.

@@ -41,7 +41,7 @@ async fn main() -> anyhow::Result<()> {
         async {
             let _ = tokio::signal::ctrl_c().await;
         },
-        true,
+        venn_lab::RunUi::ATTENDED,
     )
     .await?;
     print!("{}", r.table());

@@ -37,5 +37,5 @@ pub use config::{
 };
 pub use manager::LocalManager;
 pub use results::{Clock, JobOutcome, LabResult, speedups};
-pub use run::{LabError, run_experiment};
+pub use run::{LabError, RunUi, run_experiment};
 pub use sim::run_virtual;

@@ -33,6 +33,10 @@ enum Command {
         /// Results folder (default: results/<name>/<policy>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Keep the manager and its status page (the URL printed at the start) up after
+        /// the run, until Ctrl-C.
+        #[arg(long)]
+        keep: bool,
     },
     /// Run the same experiment under each policy and print the speed-ups over the first.
     Compare {
@@ -108,6 +112,7 @@ async fn main() -> anyhow::Result<()> {
             config,
             policy,
             out,
+            keep,
         } => {
             let mut cfg = LabConfig::load(&config)?;
             if let Some(p) = policy {
@@ -126,7 +131,10 @@ async fn main() -> anyhow::Result<()> {
                 data,
                 Registry::with_builtins(),
                 ctrl_c(),
-                true,
+                lab::RunUi {
+                    keep,
+                    ..lab::RunUi::ATTENDED
+                },
             )
             .await?;
             print!("{}", r.table());
@@ -154,7 +162,7 @@ async fn main() -> anyhow::Result<()> {
                     data.clone(),
                     Registry::with_builtins(),
                     ctrl_c(),
-                    true,
+                    lab::RunUi::ATTENDED,
                 )
                 .await?;
                 print!("{}", r.table());

@@ -29,6 +29,28 @@ fn setup(e: impl std::fmt::Display) -> LabError {
     LabError::Setup(e.to_string())
 }
 
+/// How a run shows itself to the person who started it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunUi {
+    /// Print the status page's URL at the start and show a progress bar.
+    pub progress: bool,
+    /// Once the run ends, keep the manager (and its status page) serving until `cancel`.
+    pub keep: bool,
+}
+
+impl RunUi {
+    /// Progress shown, manager stopped at the end: what `venn-lab` does by default.
+    pub const ATTENDED: RunUi = RunUi {
+        progress: true,
+        keep: false,
+    };
+    /// Nothing shown (tests, scripts).
+    pub const QUIET: RunUi = RunUi {
+        progress: false,
+        keep: false,
+    };
+}
+
 /// Runs `cfg` under its policy (`cfg.policy`, built by `policies`: the built-in ones plus
 /// any custom ones), writing into `out` (created). `data` is the loaded FEMNIST main set;
 /// `registry` holds the tasks the jobs name (built-ins plus any custom ones). Stops early
@@ -40,8 +62,9 @@ pub async fn run_experiment(
     data: Arc<Femnist>,
     registry: Registry,
     cancel: impl std::future::Future<Output = ()>,
-    progress: bool,
+    ui: RunUi,
 ) -> Result<LabResult, LabError> {
+    let progress = ui.progress;
     std::fs::create_dir_all(out.join("jobs")).map_err(setup)?;
     let settings = Settings {
         policy: cfg.policy.clone(),
@@ -54,6 +77,9 @@ pub async fn run_experiment(
         .await
         .map_err(setup)?;
     let (base, manager) = (local.url.clone(), local.manager.clone());
+    if progress {
+        eprintln!("status page: {base}/");
+    }
 
     let d = &cfg.devices;
     let traces = venn_traces::locate_traces(None).map_err(setup)?;
@@ -165,6 +191,10 @@ pub async fn run_experiment(
     }
     let _ = stop_agents_tx.send(());
     let agent_stats = agents.await.map_err(setup)?;
+    if ui.keep && stopped_early != Some("cancelled") {
+        eprintln!("run over; the status page stays at {base}/ until Ctrl-C");
+        (&mut cancel).await;
+    }
     local.stop().await;
     let mut result = LabResult::new(
         cfg,

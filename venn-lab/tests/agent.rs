@@ -606,7 +606,13 @@ async fn twenty_devices_serve_two_rounds() {
         job.updates_in(r0),
         live.snapshot()
     );
-    let _ = manager.close_round(job.job_id, Some(&job.token), r0, RoundOutcome::Success);
+    let _ = manager.close_round(
+        job.job_id,
+        Some(&job.token),
+        r0,
+        RoundOutcome::Success,
+        None,
+    );
     let w1 = average(&job, r0);
     let r1 = submit(&job, 10, w1.clone());
     assert_ne!(r0, r1);
@@ -616,7 +622,13 @@ async fn twenty_devices_serve_two_rounds() {
         job.updates_in(r1),
         live.snapshot()
     );
-    let _ = manager.close_round(job.job_id, Some(&job.token), r1, RoundOutcome::Success);
+    let _ = manager.close_round(
+        job.job_id,
+        Some(&job.token),
+        r1,
+        RoundOutcome::Success,
+        None,
+    );
     // The job counts an update when its body arrives; the agent counts it when the
     // response gets back. Stopping in between would cancel the device mid-upload.
     assert!(

@@ -265,7 +265,7 @@ impl Live {
         let (round, attempt) = self.open[j].expect("open");
         let (id, token) = self.ids[j].clone().expect("registered");
         self.m
-            .close_round(id, Some(&token), round, outcome)
+            .close_round(id, Some(&token), round, outcome, None)
             .unwrap();
         self.steps.push(Step::Close(now, j, round, outcome));
         self.open[j] = None;

@@ -73,7 +73,7 @@ async fn run_lab_until<F: std::future::Future<Output = ()>>(
         Arc::new(fixture(20, 12)),
         registry(),
         cancel(&out),
-        false,
+        venn_lab::RunUi::QUIET,
     )
     .await
     .unwrap();
@@ -465,7 +465,7 @@ eval_writers = 5
         Arc::new(fixture(12, 12)),
         tasks,
         std::future::pending(),
-        false,
+        venn_lab::RunUi::QUIET,
     )
     .await
     .unwrap();

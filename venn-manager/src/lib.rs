@@ -12,6 +12,8 @@
 //! - [`service`]: the domain logic behind the handlers, one file per resource: core +
 //!   store in one critical section, leases, the deadline sweeper, restart recovery.
 //! - [`store`]: the SQLite schema and queries; [`metrics`]: Prometheus rendering.
+//! - [`history`]: the status page's bounded record of jobs, rounds and supply, restored
+//!   from SQLite; [`ui`]: the page itself (server-rendered HTML and SVG at `/`).
 //! - [`admission`]: the optional posted-price admission controller on the wall clock,
 //!   on venn-core's slot clock (the simulator's rule for slots, capacity and evictions).
 //! - [`clock`], [`settings`]: time source and knobs; [`tokens`]: bearer tokens, kept
@@ -22,12 +24,14 @@ pub mod admission;
 pub mod api;
 pub mod clock;
 pub mod error;
+pub mod history;
 pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod settings;
 pub mod store;
 pub mod tokens;
+pub mod ui;
 
 pub use api::router;
 pub use clock::Clock;

@@ -15,19 +15,23 @@
 //! slot clock's capacity history (`admission_slots`: judged slots of the capacity window
 //! and the open slot's tally) is written when slots close and with every flush, so a
 //! restarted manager forecasts and judges as before it stopped.
+//! The status page's history lives beside: a closed round's metrics as its job reported
+//! them (`round_metrics`) and all check-ins per minute over the last day
+//! (`supply_minutes`, written with every flush).
 //! Schema changes are additive (`CREATE TABLE IF NOT EXISTS`), so a database written by
 //! an older manager opens unchanged and simply has no admitted jobs.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashMap;
 use std::path::Path;
+use venn_api::manager::RoundMetrics;
 use venn_core::admission::{AdmittedJob, SavedSlot, StatementOfWork};
 use venn_core::job::TaskState;
 use venn_core::{JobSpec, RoundOutcome, RoundRequest, Time};
 
 /// Schema version written to `meta` (2: `admissions`; 3: `admission_slots`; 4: tokens
-/// kept as digests).
-const SCHEMA_VERSION: &str = "4";
+/// kept as digests; 5: `round_metrics` and `supply_minutes`, for the status page).
+const SCHEMA_VERSION: &str = "5";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -55,6 +59,12 @@ CREATE TABLE IF NOT EXISTS admissions(
 CREATE TABLE IF NOT EXISTS admission_slots(
   slot INTEGER PRIMARY KEY, check_ins REAL NOT NULL, watched_s REAL NOT NULL,
   judged INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS round_metrics(
+  job_id INTEGER NOT NULL, round INTEGER NOT NULL, attempt INTEGER NOT NULL,
+  accuracy REAL, loss REAL, participants INTEGER,
+  PRIMARY KEY(job_id, round, attempt));
+CREATE TABLE IF NOT EXISTS supply_minutes(
+  minute INTEGER PRIMARY KEY, check_ins INTEGER NOT NULL);
 ";
 
 /// A job row.
@@ -181,6 +191,55 @@ impl JobLifecycle {
     }
 }
 
+/// A job as the status page's history keeps it (any state).
+#[derive(Clone, Debug)]
+pub struct HistoryJob {
+    /// Id.
+    pub id: u64,
+    /// Spec as registered.
+    pub spec: JobSpec,
+    /// Registration time.
+    pub registered_at: f64,
+    /// Where it stands.
+    pub state: JobLifecycle,
+    /// When it ended, if it did.
+    pub ended_at: Option<f64>,
+}
+
+/// A closed round attempt as the status page's history keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HistoryRound {
+    /// Job id.
+    pub job_id: u64,
+    /// Round number.
+    pub round: u32,
+    /// Attempt.
+    pub attempt: u32,
+    /// Devices requested.
+    pub demand: u32,
+    /// Submission time.
+    pub submitted_at: f64,
+    /// When fully assigned.
+    pub fulfilled_at: Option<f64>,
+    /// When closed.
+    pub closed_at: f64,
+    /// How it closed.
+    pub outcome: RoundOutcome,
+    /// What its job reported.
+    pub metrics: RoundMetrics,
+}
+
+/// What the status page's history restores from: the latest jobs and their closed rounds.
+#[derive(Debug, Default)]
+pub struct HistorySnapshot {
+    /// The latest jobs, by id.
+    pub jobs: Vec<HistoryJob>,
+    /// Their closed rounds, by close time.
+    pub rounds: Vec<HistoryRound>,
+    /// Check-ins per minute (minute since the epoch, count), by minute.
+    pub supply: Vec<(i64, u64)>,
+}
+
 impl rusqlite::types::ToSql for JobLifecycle {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         Ok(self.as_str().into())
@@ -225,6 +284,14 @@ fn outcome_str(o: RoundOutcome) -> &'static str {
     match o {
         RoundOutcome::Success => "success",
         RoundOutcome::Abort => "abort",
+    }
+}
+
+fn parse_outcome(s: &str) -> RoundOutcome {
+    if s == "success" {
+        RoundOutcome::Success
+    } else {
+        RoundOutcome::Abort
     }
 }
 
@@ -499,6 +566,126 @@ impl Store {
         rows.collect()
     }
 
+    /// Records what a job reported about a closed round attempt (replacing an earlier
+    /// report of the same attempt).
+    pub fn put_round_metrics(
+        &self,
+        job: u64,
+        round: u32,
+        attempt: u32,
+        m: &RoundMetrics,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO round_metrics(job_id, round, attempt, accuracy, loss, participants)
+             VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+            params![job as i64, round, attempt, m.accuracy, m.loss, m.participants],
+        )?;
+        Ok(())
+    }
+
+    /// The latest closed attempt of a job's round: (attempt, outcome, closed at).
+    pub fn closed_attempt(
+        &self,
+        job: u64,
+        round: u32,
+    ) -> rusqlite::Result<Option<(u32, RoundOutcome, f64)>> {
+        self.conn
+            .query_row(
+                "SELECT attempt, outcome, closed_at FROM rounds WHERE job_id = ?1 AND round = ?2
+                 AND outcome IS NOT NULL ORDER BY attempt DESC LIMIT 1",
+                params![job as i64, round],
+                |r| Ok((r.get(0)?, parse_outcome(&r.get::<_, String>(1)?), r.get(2)?)),
+            )
+            .optional()
+    }
+
+    /// Adds `n` check-ins to `minute` and drops minutes before `min_minute`.
+    pub fn add_supply_minute(&self, minute: i64, n: u64, min_minute: i64) -> rusqlite::Result<()> {
+        if n > 0 {
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO supply_minutes(minute, check_ins) VALUES(?1, ?2)
+                     ON CONFLICT(minute) DO UPDATE SET check_ins = check_ins + excluded.check_ins",
+                )?
+                .execute(params![minute, n as i64])?;
+        }
+        self.conn
+            .prepare_cached("DELETE FROM supply_minutes WHERE minute < ?1")?
+            .execute(params![min_minute])?;
+        Ok(())
+    }
+
+    /// The status page's history: the latest `max_jobs` jobs in any state, up to
+    /// `max_rounds` of their latest closed rounds with metrics, and the check-ins per
+    /// minute from `min_minute` on.
+    pub fn history(
+        &self,
+        max_jobs: usize,
+        max_rounds: usize,
+        min_minute: i64,
+    ) -> rusqlite::Result<HistorySnapshot> {
+        let mut snap = HistorySnapshot::default();
+        let mut st = self.conn.prepare(
+            "SELECT id, spec, registered_at, state, finished_at FROM jobs ORDER BY id DESC LIMIT ?1",
+        )?;
+        let rows = st.query_map(params![max_jobs as i64], |r| {
+            let spec: String = r.get(1)?;
+            Ok(HistoryJob {
+                id: r.get::<_, i64>(0)? as u64,
+                spec: json_col(1, &spec)?,
+                registered_at: r.get(2)?,
+                state: r.get(3)?,
+                ended_at: r.get(4)?,
+            })
+        })?;
+        for j in rows {
+            snap.jobs.push(j?);
+        }
+        snap.jobs.reverse();
+        let Some(first) = snap.jobs.first().map(|j| j.id) else {
+            return Ok(snap);
+        };
+        let mut st = self.conn.prepare(
+            "SELECT r.job_id, r.round, r.attempt, r.demand, r.submitted_at, r.fulfilled_at,
+                    r.closed_at, r.outcome, m.accuracy, m.loss, m.participants
+             FROM rounds r LEFT JOIN round_metrics m
+               ON (m.job_id, m.round, m.attempt) = (r.job_id, r.round, r.attempt)
+             WHERE r.job_id >= ?1 AND r.outcome IS NOT NULL
+             ORDER BY r.closed_at DESC LIMIT ?2",
+        )?;
+        let rows = st.query_map(params![first as i64, max_rounds as i64], |r| {
+            Ok(HistoryRound {
+                job_id: r.get::<_, i64>(0)? as u64,
+                round: r.get(1)?,
+                attempt: r.get(2)?,
+                demand: r.get(3)?,
+                submitted_at: r.get(4)?,
+                fulfilled_at: r.get(5)?,
+                closed_at: r.get(6)?,
+                outcome: parse_outcome(&r.get::<_, String>(7)?),
+                metrics: RoundMetrics {
+                    accuracy: r.get(8)?,
+                    loss: r.get(9)?,
+                    participants: r.get(10)?,
+                },
+            })
+        })?;
+        for r in rows {
+            snap.rounds.push(r?);
+        }
+        snap.rounds.reverse();
+        let mut st = self.conn.prepare(
+            "SELECT minute, check_ins FROM supply_minutes WHERE minute >= ?1 ORDER BY minute",
+        )?;
+        let rows = st.query_map(params![min_minute], |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+        })?;
+        for m in rows {
+            snap.supply.push(m?);
+        }
+        Ok(snap)
+    }
+
     /// Drops check-in buckets older than `min_bucket`.
     pub fn prune_checkins(&self, min_bucket: i64) -> rusqlite::Result<usize> {
         self.conn.execute(
@@ -562,13 +749,7 @@ impl Store {
                 submitted_at: r.get(6)?,
                 fulfilled_at: r.get(7)?,
                 closed_at: r.get(8)?,
-                outcome: outcome.map(|o| {
-                    if o == "success" {
-                        RoundOutcome::Success
-                    } else {
-                        RoundOutcome::Abort
-                    }
-                }),
+                outcome: outcome.as_deref().map(parse_outcome),
                 counts: (r.get(10)?, r.get(11)?, r.get(12)?),
             })
         })?;

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
 use venn_api::client::{JobSession, ManagerClient};
-use venn_api::manager::{RegisterJob, SubmitRound};
+use venn_api::manager::{RegisterJob, RoundMetrics, SubmitRound};
 use venn_core::rules::RoundRule;
 use venn_core::{RoundOutcome, TaskCost};
 
@@ -271,6 +271,20 @@ async fn rounds_loop(
             participants,
             "round aggregated"
         );
+        // Evaluation ran after the close (it is not response collection): the metrics
+        // follow in a repeated close, for the manager's status page. Losing them loses
+        // nothing the job needs.
+        let metrics = RoundMetrics {
+            accuracy: Some(eval.accuracy).filter(|a| a.is_finite()),
+            loss: Some(eval.loss).filter(|l| l.is_finite() && *l >= 0.0),
+            participants: Some(row.participants),
+        };
+        if let Err(e) = api
+            .close_round_with(status.round, RoundOutcome::Success, Some(metrics))
+            .await
+        {
+            tracing::warn!(job = api.job_id, round = r, error = %e, "round metrics not recorded");
+        }
         report.push(row)?;
         if cfg.target_accuracy.is_some_and(|a| eval.accuracy >= a) {
             break;

@@ -4,8 +4,8 @@
 
 use super::{ClientError, call, send};
 use crate::manager::{
-    CheckIn, CheckInReply, CloseRound, JobStatus, RegisterJob, Registered, RoundStatus,
-    SubmitRound, Submitted, TaskOwner, TaskReport,
+    CheckIn, CheckInReply, CloseRound, JobStatus, RegisterJob, Registered, RoundMetrics,
+    RoundStatus, SubmitRound, Submitted, TaskOwner, TaskReport,
 };
 use crate::paths;
 use venn_core::admission::AdmissionPlan;
@@ -183,11 +183,23 @@ impl JobSession {
         round: u32,
         outcome: RoundOutcome,
     ) -> Result<RoundStatus, ClientError> {
+        self.close_round_with(round, outcome, None).await
+    }
+
+    /// [`JobSession::close_round`] with the round's metrics; repeated for a round already
+    /// closed with `outcome`, it records the metrics only (a job that evaluates after the
+    /// close reports them so).
+    pub async fn close_round_with(
+        &self,
+        round: u32,
+        outcome: RoundOutcome,
+        metrics: Option<RoundMetrics>,
+    ) -> Result<RoundStatus, ClientError> {
         let url = self.client.url(&paths::round_close(self.job_id, round));
         call(
             PEER,
             self.authed(self.client.http.post(url))
-                .json(&CloseRound { outcome }),
+                .json(&CloseRound { outcome, metrics }),
         )
         .await
     }

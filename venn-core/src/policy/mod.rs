@@ -256,4 +256,11 @@ pub trait Policy: Send + std::fmt::Debug {
     /// Called after a device was bound to `job`'s open round (its state already counts
     /// the new task), e.g. to notice that the round's demand is now met.
     fn on_assigned(&mut self, _job: &JobState) {}
+
+    /// The supply regions (Venn cells, by the set of groups their devices are eligible
+    /// for) that the last plan gave to a job group, for status displays. Empty for
+    /// policies that plan no regions.
+    fn region_owners(&self) -> Vec<(GroupSet, GroupIdx)> {
+        Vec::new()
+    }
 }

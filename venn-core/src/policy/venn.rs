@@ -145,6 +145,17 @@ impl Policy for Venn {
         self.planned_generation = view.supply.generation();
     }
 
+    fn region_owners(&self) -> Vec<(GroupSet, GroupIdx)> {
+        let mut out: Vec<(GroupSet, GroupIdx)> = Vec::new();
+        for (&cell, &o) in self.class_cell.iter().zip(&self.owner_by_class) {
+            let set = self.cell_sets[cell];
+            if o != UNOWNED && !out.iter().any(|(s, _)| *s == set) {
+                out.push((set, GroupIdx(o)));
+            }
+        }
+        out
+    }
+
     fn select(
         &mut self,
         view: &SchedView<'_>,

@@ -15,6 +15,7 @@
 //! | `GET /v1/status` | anyone | jobs, queues, groups, supply per region |
 //! | `GET /metrics` | Prometheus | counters, gauges, decision latency |
 //! | `GET /healthz` | anyone | liveness |
+//! | `GET /`, `/ui/live` | people | the status page ([`crate::ui`]) |
 
 mod devices;
 mod error;
@@ -52,6 +53,7 @@ pub fn router(manager: AppState) -> Router {
         .route(paths::STATUS, get(status::status))
         .route(paths::METRICS, get(status::metrics))
         .route(paths::HEALTHZ, get(|| async { "ok" }))
+        .merge(crate::ui::routes())
         .fallback(status::not_found)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(manager)

@@ -42,5 +42,6 @@ pub async fn close(
         job_token(&h),
         round,
         req.outcome,
+        req.metrics,
     )?))
 }

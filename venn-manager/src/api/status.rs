@@ -1,9 +1,10 @@
-//! `/v1/status` (jobs, queues, groups, supply per region, admission control) and
-//! `/metrics` (Prometheus).
+//! `/v1/status` (jobs with their latest metrics, queues, groups, supply per region,
+//! admission control, recently ended jobs and closed rounds) and `/metrics` (Prometheus).
 
 use super::AppState;
 use crate::admission::AdmissionReport;
 use crate::metrics::Gauge;
+use crate::store::JobLifecycle;
 use axum::Json;
 use axum::extract::State;
 use axum::http::header;
@@ -15,6 +16,37 @@ use venn_api::HttpError;
 pub async fn status(State(m): State<AppState>) -> Json<Value> {
     let policy = m.settings().policy.name().to_string();
     let admission = m.admission_report();
+    // The history first (its own lock), so both looks stay short.
+    let (metrics, ended, recent) = m.with_history(|h| {
+        let metrics: std::collections::HashMap<u64, Value> = h
+            .jobs()
+            .filter_map(|j| Some((j.id, json!(j.last_metrics?))))
+            .collect();
+        let ended: Vec<Value> = h
+            .jobs()
+            .filter(|j| j.state != JobLifecycle::Active)
+            .map(|j| {
+                json!({
+                    "job_id": j.id, "name": j.name, "state": j.state.as_str(),
+                    "ended_at": j.ended_at, "rounds_done": j.successes,
+                    "metrics": j.last_metrics,
+                })
+            })
+            .collect();
+        let recent: Vec<Value> = h
+            .recent_rounds()
+            .rev()
+            .map(|r| {
+                json!({
+                    "job_id": r.job_id, "round": r.round, "attempt": r.attempt,
+                    "outcome": r.outcome, "submitted_at": r.submitted_at,
+                    "fulfilled_at": r.fulfilled_at, "closed_at": r.closed_at,
+                    "metrics": r.metrics,
+                })
+            })
+            .collect();
+        (metrics, ended, recent)
+    });
     Json(m.with_core(|core, now| {
         let mut jobs: Vec<Value> = core
             .jobs()
@@ -24,6 +56,7 @@ pub async fn status(State(m): State<AppState>) -> Json<Value> {
                     "rounds": j.spec.rounds, "rounds_done": j.rounds_done,
                     "open_demand": j.open_demand(),
                     "open_round": j.current.as_ref().map(|r| r.round.0),
+                    "metrics": metrics.get(&j.id.0),
                 })
             })
             .collect();
@@ -49,6 +82,7 @@ pub async fn status(State(m): State<AppState>) -> Json<Value> {
         json!({
             "policy": policy, "now": now.secs(), "jobs": jobs, "groups": groups,
             "regions": regions, "counters": core.counters(), "admission": admission,
+            "ended_jobs": ended, "recent_rounds": recent,
         })
     }))
 }

@@ -130,6 +130,7 @@ impl Manager {
             active_at: now.secs(),
         };
         g.jobs.insert(id.0, meta);
+        g.history().job_registered(id.0, &stored.spec, now.secs());
         match plan {
             Some(p) => tracing::info!(
                 job = id.0,
@@ -203,6 +204,18 @@ impl Manager {
         self.lock().jobs.get(&job).and_then(|m| m.plan)
     }
 
+    /// The plans of every live job admission control admitted, by job id.
+    pub fn admission_plans(&self) -> Vec<(u64, AdmissionPlan)> {
+        let g = self.lock();
+        let mut v: Vec<(u64, AdmissionPlan)> = g
+            .jobs
+            .iter()
+            .filter_map(|(id, m)| Some((*id, m.plan?)))
+            .collect();
+        v.sort_by_key(|p| p.0);
+        v
+    }
+
     /// The error for a job that is not live: 410 if admission control evicted it, else 404.
     pub fn missing_job(&self, job: u64) -> ServiceError {
         self.lock().missing(job)
@@ -215,15 +228,12 @@ impl Inner {
     pub(super) fn end(&mut self, job: u64, finished: bool, now: Time) -> Result<(), ServiceError> {
         let id = JobId(job);
         // The store first: if it fails, nothing has changed anywhere.
-        self.store.end_job(
-            job,
-            if finished {
-                JobLifecycle::Finished
-            } else {
-                JobLifecycle::Removed
-            },
-            now,
-        )?;
+        let state = if finished {
+            JobLifecycle::Finished
+        } else {
+            JobLifecycle::Removed
+        };
+        self.store.end_job(job, state, now)?;
         if finished {
             self.core.job_finished(id, now)?;
         } else {
@@ -231,6 +241,7 @@ impl Inner {
         }
         self.jobs.remove(&job);
         self.tasks.retain(|_, t| t.job != id);
+        self.history().job_ended(job, state, now.secs());
         tracing::info!(job, finished, "job ended");
         if let Some(adm) = self.admission.as_mut() {
             let ctl = adm.controller_mut();

@@ -22,14 +22,15 @@ mod upkeep;
 use crate::admission::{AdmissionReport, AdmissionState, check_statement};
 use crate::clock::Clock;
 use crate::error::ServiceError;
+use crate::history::{self, History};
 use crate::metrics::Metrics;
 use crate::settings::Settings;
-use crate::store::{JobLifecycle, Snapshot, Store, StoredJob, StoredTask};
+use crate::store::{HistoryRound, JobLifecycle, Snapshot, Store, StoredJob, StoredTask};
 use crate::tokens;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 use venn_api::manager::limits;
 use venn_api::manager::*;
@@ -71,11 +72,17 @@ struct Inner {
     checkin_buf: HashMap<(i64, String), u32>,
     /// Admission control, when switched on.
     admission: Option<AdmissionState>,
+    /// The status page's record, fed as jobs and rounds change (locked after this).
+    history: Arc<Mutex<History>>,
+    /// The check-in counter's value at the last flush: the next minute of supply is the
+    /// difference.
+    checkins_flushed: u64,
 }
 
 /// The live resource manager.
 pub struct Manager {
     inner: Mutex<Inner>,
+    history: Arc<Mutex<History>>,
     clock: Clock,
     settings: Settings,
     /// Counters and histograms for `/metrics`.
@@ -151,6 +158,12 @@ impl Manager {
         let bucket_len = settings.supply.window_s / settings.supply.buckets as f64;
         let min_bucket = ((now.secs() - settings.supply.window_s) / bucket_len).floor() as i64;
         let snap = store.load(min_bucket)?;
+        let min_minute = (now.secs() / 60.0).floor() as i64 - history::SUPPLY_MINUTES as i64;
+        let history = Arc::new(Mutex::new(History::restore(store.history(
+            history::MAX_JOBS,
+            history::RESTORE_ROUNDS,
+            min_minute,
+        )?)));
         let mut inner = Inner {
             core,
             store,
@@ -159,6 +172,8 @@ impl Manager {
             next_job_id: snap.max_job_id.map_or(0, |m| m + 1),
             checkin_buf: HashMap::new(),
             admission: None,
+            history: history.clone(),
+            checkins_flushed: 0,
         };
         let restored = inner.restore(snap, bucket_len, settings.admission, now)?;
         tracing::info!(
@@ -171,6 +186,7 @@ impl Manager {
         );
         Ok(Manager {
             inner: Mutex::new(inner),
+            history,
             clock,
             settings,
             metrics: Metrics::default(),
@@ -193,6 +209,12 @@ impl Manager {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A read-only view of the status page's record (jobs in any state, recent rounds,
+    /// supply per minute); it never takes the core's lock.
+    pub fn with_history<R>(&self, f: impl FnOnce(&History) -> R) -> R {
+        f(&lock_history(&self.history))
+    }
+
     /// A read-only view for `/v1/status` and `/metrics`.
     pub fn with_core<R>(&self, f: impl FnOnce(&ResourceManager, Time) -> R) -> R {
         let now = self.clock.now();
@@ -201,7 +223,16 @@ impl Manager {
     }
 }
 
+/// The history's lock, poison-tolerant like the core's.
+fn lock_history(h: &Mutex<History>) -> MutexGuard<'_, History> {
+    h.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Inner {
+    fn history(&self) -> MutexGuard<'_, History> {
+        lock_history(&self.history)
+    }
+
     /// 410 for an evicted job, 404 for any other job that is not live.
     fn missing(&self, job: u64) -> ServiceError {
         match self.store.job_state(job) {

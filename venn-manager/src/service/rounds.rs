@@ -104,19 +104,41 @@ impl Manager {
         })
     }
 
-    /// Closes the job's open round.
+    /// Closes the job's open round, recording its metrics when given. Repeated for the
+    /// round's latest attempt, already closed with the same outcome, it records the
+    /// metrics only: a job that evaluates after closing reports them so, and a retried
+    /// close is harmless.
     pub fn close_round(
         &self,
         job: u64,
         token: Option<&str>,
         round: u32,
         outcome: RoundOutcome,
+        metrics: Option<RoundMetrics>,
     ) -> Result<RoundStatus, ServiceError> {
+        if let Some(m) = &metrics {
+            check_metrics(m)?;
+        }
         let now = self.clock.now();
         {
             let mut g = self.lock();
             Self::authorize(&mut g, job, token, now)?;
-            g.close(JobId(job), RoundId(round), outcome, now)?;
+            let open = g
+                .core
+                .job(JobId(job))
+                .and_then(|j| j.current.as_ref())
+                .is_some_and(|r| r.round.0 == round);
+            match g.store.closed_attempt(job, round)? {
+                Some((attempt, done, closed_at)) if !open && done == outcome => {
+                    if let Some(m) = metrics {
+                        g.store.put_round_metrics(job, round, attempt, &m)?;
+                        g.history().round_metrics(job, round, attempt, closed_at, m);
+                    }
+                    drop(g);
+                    return self.round_status(job, round);
+                }
+                _ => g.close(JobId(job), RoundId(round), outcome, metrics, now)?,
+            }
         }
         match outcome {
             RoundOutcome::Success => self.metrics.rounds_success.fetch_add(1, Relaxed),
@@ -126,12 +148,37 @@ impl Manager {
     }
 }
 
+/// Accuracy in [0, 1], loss finite and not negative, participants at most a round's
+/// largest demand.
+fn check_metrics(m: &RoundMetrics) -> Result<(), ServiceError> {
+    if m.accuracy.is_some_and(|a| !(0.0..=1.0).contains(&a)) {
+        return Err(ServiceError::field(
+            "metrics.accuracy",
+            "must be a fraction in [0, 1]",
+        ));
+    }
+    if m.loss.is_some_and(|l| !(l.is_finite() && l >= 0.0)) {
+        return Err(ServiceError::field(
+            "metrics.loss",
+            "must be a finite number, not negative",
+        ));
+    }
+    if m.participants.is_some_and(|p| p > limits::MAX_DEMAND) {
+        return Err(ServiceError::field(
+            "metrics.participants",
+            format!("at most {}", limits::MAX_DEMAND),
+        ));
+    }
+    Ok(())
+}
+
 impl Inner {
     pub(super) fn close(
         &mut self,
         job: JobId,
         round: RoundId,
         outcome: RoundOutcome,
+        metrics: Option<RoundMetrics>,
         now: Time,
     ) -> Result<(), ServiceError> {
         let rec = self.core.close_round(job, round, outcome, now)?;
@@ -144,6 +191,20 @@ impl Inner {
             .map_or(0, |(_, a)| a);
         self.store
             .close_round(job.0, round.0, attempt, outcome, now, progress)?;
+        if let Some(m) = &metrics {
+            self.store.put_round_metrics(job.0, round.0, attempt, m)?;
+        }
+        self.history().round_closed(HistoryRound {
+            job_id: job.0,
+            round: round.0,
+            attempt,
+            demand: rec.demand,
+            submitted_at: rec.submitted_at.secs(),
+            fulfilled_at: rec.fulfilled_at.map(Time::secs),
+            closed_at: rec.closed_at.secs(),
+            outcome,
+            metrics: metrics.unwrap_or_default(),
+        });
         self.tasks
             .retain(|_, t| !(t.job == job && t.round == round));
         tracing::info!(

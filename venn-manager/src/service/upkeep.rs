@@ -34,7 +34,7 @@ impl Manager {
             .map(|(j, r, _)| (j, r))
             .collect();
         for (job, round) in &late {
-            g.close(*job, *round, RoundOutcome::Abort, now)?;
+            g.close(*job, *round, RoundOutcome::Abort, None, now)?;
             tracing::warn!(
                 job = job.0,
                 round = round.0,
@@ -119,13 +119,21 @@ impl Manager {
         g.admission.as_ref().map(|a| a.report(now, active))
     }
 
-    /// Writes buffered check-in counts to the store and prunes old buckets.
+    /// Writes buffered check-in counts to the store and prunes old buckets; adds the
+    /// check-ins since the last flush to the status page's supply per minute.
     pub fn flush_checkins(&self) -> Result<usize, ServiceError> {
         let now = self.clock.now();
+        let total = self.metrics.checkins.load(Relaxed);
         let mut g = self.lock();
         let rows: Vec<(i64, String, u32)> =
             g.checkin_buf.drain().map(|((b, p), c)| (b, p, c)).collect();
         g.store.add_checkins(&rows)?;
+        let fresh = total.saturating_sub(g.checkins_flushed);
+        let minute = (now.secs() / 60.0).floor() as i64;
+        g.store
+            .add_supply_minute(minute, fresh, minute - history::SUPPLY_MINUTES as i64)?;
+        g.checkins_flushed = total;
+        g.history().add_supply(minute, fresh);
         if let Some(adm) = &g.admission {
             // The open slot's tally, so a restart mid-slot keeps what it counted.
             let (mut saved, min_slot) = adm.to_persist(now);
@@ -170,6 +178,8 @@ impl Inner {
         let _ = self.core.remove_job(job, now);
         self.jobs.remove(&job.0);
         self.tasks.retain(|_, t| t.job != job);
+        self.history()
+            .job_ended(job.0, JobLifecycle::Evicted, now.secs());
         stored?;
         Ok(())
     }

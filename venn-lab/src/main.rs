@@ -137,8 +137,11 @@ async fn main() -> anyhow::Result<()> {
                 },
             )
             .await?;
-            print!("{}", r.table());
-            println!("results in {}", out.display());
+            if !keep {
+                // With --keep the run printed them before waiting.
+                print!("{}", r.table());
+                println!("results in {}", out.display());
+            }
         }
         Command::Compare {
             config,
@@ -285,5 +288,5 @@ fn load_data(cfg: &LabConfig) -> anyhow::Result<Arc<datasets::Femnist>> {
 
 async fn ctrl_c() {
     let _ = tokio::signal::ctrl_c().await;
-    eprintln!("interrupted: stopping the experiment and writing partial results");
+    eprintln!("interrupted: stopping (a run still going writes its partial results)");
 }

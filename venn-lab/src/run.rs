@@ -191,21 +191,27 @@ pub async fn run_experiment(
     }
     let _ = stop_agents_tx.send(());
     let agent_stats = agents.await.map_err(setup)?;
-    if ui.keep && stopped_early != Some("cancelled") {
-        eprintln!("run over; the status page stays at {base}/ until Ctrl-C");
-        (&mut cancel).await;
-    }
-    local.stop().await;
+    let wall_s = t0.elapsed().as_secs_f64();
     let mut result = LabResult::new(
         cfg,
         cfg.policy.name(),
         outcomes,
         agent_stats,
-        t0.elapsed().as_secs_f64(),
+        wall_s,
         stopped_early.map(str::to_string),
     );
     result.data = DataUsed::new(&data, Some(&traces));
     result.write(out).map_err(setup)?;
+    if ui.keep && stopped_early != Some("cancelled") {
+        // Results are written: the table now, the page until the user is done with it.
+        print!("{}", result.table());
+        eprintln!(
+            "results in {}; the status page stays at {base}/ until Ctrl-C",
+            out.display()
+        );
+        (&mut cancel).await;
+    }
+    local.stop().await;
     Ok(result)
 }
 

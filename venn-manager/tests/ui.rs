@@ -46,7 +46,7 @@ async fn an_idle_manager_shows_empty_states_and_serves_its_assets() {
         "No jobs yet",
         "No accuracy reported yet",
         "No job groups",
-        "No check-ins seen yet",
+        "No Venn cells",
         "No check-ins in the last 24 hours",
         "No round has closed yet",
         "<noscript>",

@@ -27,6 +27,8 @@ pub struct LineChart<'a> {
     pub title: &'a str,
     /// The lines.
     pub series: Vec<Series>,
+    /// Fixed x range (`None`: the data's).
+    pub x_range: Option<(f64, f64)>,
     /// Fixed y range.
     pub y_range: Option<(f64, f64)>,
     /// x axis label.
@@ -78,6 +80,9 @@ impl LineChart<'_> {
         let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
             (a.min(x), b.max(x))
         });
+        if let Some(r) = self.x_range {
+            (x0, x1) = r;
+        }
         if !(x0.is_finite() && x1.is_finite()) {
             (x0, x1) = (0.0, 1.0);
         }
@@ -173,6 +178,7 @@ mod tests {
                     points: vec![(0.5, 0.2)],
                 },
             ],
+            x_range: None,
             y_range: Some((0.0, 1.0)),
             x_label: "x",
             y_label: "y",

@@ -80,7 +80,7 @@ pub fn live(d: &PageData) -> Markup {
             } @else {
                 div class="scroll" {
                     table {
-                        thead { tr { th { "group" } th { "requirement" } th { "jobs" } th { "queue" } th class="num" { "supply / h" } } }
+                        thead { tr { th { "group" } th { "requirement" } th { "jobs" } th { "queue" } th class="num" { "devices wanted" } th class="num" { "supply / h" } } }
                         tbody {
                             @for g in &d.groups {
                                 tr {
@@ -88,6 +88,7 @@ pub fn live(d: &PageData) -> Markup {
                                     td { (g.requirement) }
                                     td { (ids(&g.members)) }
                                     td { @if g.queue.is_empty() { span class="dim" { "empty" } } @else { (ids(&g.queue)) } }
+                                    td class="num" { (g.open_demand) }
                                     td class="num" { (format!("{:.0}", g.supply_per_h)) }
                                 }
                             }
@@ -98,7 +99,7 @@ pub fn live(d: &PageData) -> Markup {
             }
             h3 { "Venn cells" }
             @if d.cells.is_empty() {
-                p class="empty" { "No check-ins seen yet." }
+                p class="empty" { "No Venn cells: they form once jobs have groups and devices check in." }
             } @else {
                 div class="scroll" {
                     table {
@@ -216,72 +217,101 @@ fn jobs_table(d: &PageData) -> Markup {
 }
 
 fn accuracy_chart(d: &PageData) -> Markup {
+    let with_points = || d.jobs.iter().filter(|j| !j.points.is_empty());
     let t0 = d
         .jobs
         .iter()
         .map(|j| j.registered_at)
         .fold(f64::INFINITY, f64::min);
-    let series: Vec<Series> = d
-        .jobs
-        .iter()
-        .filter(|j| !j.points.is_empty())
+    let last = with_points()
+        .flat_map(|j| j.points.iter().map(|p| p.at))
+        .fold(t0, f64::max);
+    if with_points().next().is_none() {
+        return html! { p class="empty" { "No accuracy reported yet: jobs report it when they close a round (fl-job does)." } };
+    }
+    let unit = TimeUnit::for_span(last - t0);
+    // Series go in job id order, so each line has its job's swatch colour
+    // ([`colour_of`]).
+    let series: Vec<Series> = with_points()
         .map(|j| Series {
             name: format!("{} #{}", j.name, j.id),
             points: j
                 .points
                 .iter()
-                .map(|p| ((p.at - t0) / 60.0, p.accuracy * 100.0))
+                .map(|p| (unit.of(p.at - t0), p.accuracy * 100.0))
                 .collect(),
         })
         .collect();
-    if series.is_empty() {
-        return html! { p class="empty" { "No accuracy reported yet: jobs report it when they close a round (fl-job does)." } };
-    }
-    // Series go in job id order, so each line has its job's swatch colour
-    // ([`colour_of`]).
+    let x_label = format!("{} since the first job registered", unit.name);
     let x_fmt = |v: f64| format!("{v:.0}");
     let y_fmt = |v: f64| format!("{v:.0}");
-    let chart = LineChart {
-        title: "accuracy (%) against minutes since the first job registered",
+    LineChart {
+        title: "accuracy (%) against time since the first job registered",
         series,
+        x_range: Some((0.0, unit.of(last - t0).max(1.0))),
         y_range: Some((0.0, 100.0)),
-        x_label: "minutes since the first job registered",
+        x_label: &x_label,
         y_label: "accuracy %",
         x_fmt: &x_fmt,
         y_fmt: &y_fmt,
         area: false,
-    };
-    chart.render()
+    }
+    .render()
+}
+
+/// Seconds, minutes or hours, whichever reads best for a span.
+struct TimeUnit {
+    name: &'static str,
+    seconds: f64,
+}
+
+impl TimeUnit {
+    fn for_span(span_s: f64) -> TimeUnit {
+        let (name, seconds) = if span_s <= 180.0 {
+            ("seconds", 1.0)
+        } else if span_s <= 3.0 * 3600.0 {
+            ("minutes", 60.0)
+        } else {
+            ("hours", 3600.0)
+        };
+        TimeUnit { name, seconds }
+    }
+
+    fn of(&self, s: f64) -> f64 {
+        s / self.seconds
+    }
 }
 
 fn supply_chart(d: &PageData) -> Markup {
-    if d.supply.is_empty() {
+    let now_min = (d.now / 60.0).floor() as i64;
+    // The running minute is still filling: leave it out once there is an earlier one.
+    let minutes: Vec<(i64, u64)> = match d.supply.as_slice() {
+        [.., (m, _)] if *m >= now_min && d.supply.len() > 1 => {
+            d.supply[..d.supply.len() - 1].to_vec()
+        }
+        s => s.to_vec(),
+    };
+    let Some(first) = minutes.first().map(|m| m.0) else {
         return html! { p class="empty" { "No check-ins in the last 24 hours." } };
-    }
-    let now_min = d.now / 60.0;
+    };
+    let span_s = (((now_min - first) as f64) * 60.0).clamp(600.0, 86_400.0);
+    let unit = TimeUnit::for_span(span_s);
     let series = vec![Series {
         name: "check-ins per minute".into(),
-        points: d
-            .supply
+        points: minutes
             .iter()
-            .map(|(m, n)| ((*m as f64 - now_min) / 60.0, *n as f64))
+            .map(|(m, n)| (unit.of((*m - now_min) as f64 * 60.0), *n as f64))
             .collect(),
     }];
-    let x_fmt = |v: f64| {
-        if v.abs() < 1e-9 {
-            "now".to_string()
-        } else if v.abs() < 1.0 {
-            format!("{:.0} min", v * 60.0)
-        } else {
-            format!("{v:.0} h")
-        }
-    };
+    let x_label = format!("{} from now", unit.name);
+    let x_fmt = |v: f64| format!("{v:.0}");
     let y_fmt = |v: f64| format!("{v:.0}");
     LineChart {
         title: "check-ins per minute over the last day",
         series,
+        x_range: Some((-unit.of(span_s), 0.0)),
         y_range: None,
-        x_label: "time from now",
+        x_label: &x_label,
         y_label: "check-ins / min",
         x_fmt: &x_fmt,
         y_fmt: &y_fmt,

@@ -62,6 +62,8 @@ pub struct GroupView {
     pub queue: Vec<u64>,
     /// Eligible check-ins per hour over the supply window.
     pub supply_per_h: f64,
+    /// Devices its open rounds still want: beside the supply, how scarce it is.
+    pub open_demand: u32,
 }
 
 /// A Venn cell (devices eligible for exactly this set of groups).
@@ -155,6 +157,12 @@ impl PageData {
                     members: grp.members.iter().map(|j| j.0).collect(),
                     queue: grp.queue.iter().map(|j| j.0).collect(),
                     supply_per_h: core.supply().group_supply(g) as f64 / window_h,
+                    open_demand: grp
+                        .members
+                        .iter()
+                        .filter_map(|j| core.job(*j))
+                        .map(|j| j.open_demand())
+                        .sum(),
                 })
                 .collect();
             let owners = core.region_owners();

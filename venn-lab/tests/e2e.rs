@@ -135,6 +135,35 @@ eval_writers = 5
         assert!(out.join(f).exists(), "{f} written");
     }
     assert!(r.devices.updates_uploaded >= 4 * 2 * 2 * 8 / 10);
+    // Each job reported every round's metrics to the manager: the record behind its
+    // status page, restored from the experiment's database, has the jobs' accuracy rows.
+    let m = venn_manager::Manager::open(
+        venn_manager::Settings::default(),
+        &out.join("manager.db"),
+        venn_manager::Clock::System,
+    )
+    .unwrap();
+    m.with_history(|h| {
+        for j in ["custom", "resnet"] {
+            let rec = h.jobs().find(|rec| rec.name == j).expect("job remembered");
+            assert_eq!(
+                rec.state,
+                venn_manager::store::JobLifecycle::Finished,
+                "{j}"
+            );
+            assert_eq!(rec.points.len(), 2, "{j}: one accuracy point per round");
+            let last = r.jobs.iter().find(|o| o.name == j).unwrap();
+            let want = last.final_accuracy.unwrap();
+            assert!(
+                (rec.points[1].accuracy - want).abs() < 1e-6,
+                "{j}: {rec:?} vs {want}"
+            );
+            assert_eq!(
+                rec.last_metrics.and_then(|m| m.participants).map(|p| p > 0),
+                Some(true)
+            );
+        }
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -253,6 +253,35 @@ fn the_status_page_loads_clean_shows_both_jobs_and_updates() {
         std::thread::sleep(Duration::from_millis(250));
     };
     assert!(updated, "the page did not pick up the new round");
+    // A round left open, one device of three assigned: the page shows the job waiting.
+    m.submit_round(
+        femnist.id,
+        Some(femnist.token.as_str()),
+        SubmitRound {
+            demand: 3,
+            deadline_s: 600.0,
+            min_response_fraction: 1.0,
+        },
+    )
+    .unwrap();
+    clock.advance(9.0);
+    m.check_in(CheckIn {
+        device_id: device + 2,
+        profile: profile(4.0),
+        online_for_s: None,
+    })
+    .unwrap();
+    let t0 = Instant::now();
+    while !eval("document.querySelector('#jobs').innerText")
+        .as_str()
+        .is_some_and(|t| t.contains("waiting for devices") && t.contains("1/3 assigned"))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "the open round never showed"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
     let shot = tab
         .capture_screenshot(Page::CaptureScreenshotFormatOption::Png, None, None, true)
         .unwrap();

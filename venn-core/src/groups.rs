@@ -1,4 +1,9 @@
 //! Job groups: jobs with equal requirements, and each group's queue of open requests.
+//!
+//! Device tags come from anonymous clients, so classifying a new profile must not cost
+//! groups × required tags × device tags × tag bytes: the tags the groups require are
+//! interned to small ids, a device's tags are looked up once, and each group checks its
+//! ids against the device's.
 
 use crate::error::CoreError;
 use crate::groupset::{GroupIdx, GroupSet, MAX_GROUPS};
@@ -15,6 +20,8 @@ pub struct Group {
     pub members: Vec<JobId>,
     /// Jobs with open demand, in the policy's queue order (head first).
     pub queue: Vec<JobId>,
+    /// The ids of its required tags in [`Groups`]' tag index, sorted.
+    tag_ids: Vec<u32>,
 }
 
 /// All groups, by index.
@@ -25,6 +32,9 @@ pub struct Groups {
     active: GroupSet,
     open: GroupSet,
     epoch: u64,
+    /// Every tag some live group requires, with its id (keyed hash: registrants choose
+    /// the tags).
+    tag_index: foldhash::HashMap<String, u32>,
 }
 
 impl Groups {
@@ -62,15 +72,44 @@ impl Groups {
             .filter_map(|(i, s)| s.as_ref().map(|g| (GroupIdx(i as u16), g)))
     }
 
-    /// Groups whose requirement admits `profile`.
+    /// Groups whose requirement admits `profile` (as [`Requirement::admits`] decides,
+    /// in time linear in the device's tags plus the groups' required tags).
     pub fn admitting(&self, profile: &DeviceProfile) -> GroupSet {
         let mut s = GroupSet::EMPTY;
+        let mut ids: Vec<u32> = Vec::new();
+        if !self.tag_index.is_empty() {
+            ids.extend(
+                profile
+                    .tags
+                    .iter()
+                    .filter_map(|t| self.tag_index.get(t.as_str()).copied()),
+            );
+            ids.sort_unstable();
+            ids.dedup();
+        }
         for (g, group) in self.iter() {
-            if group.requirement.admits(profile) {
+            if group.requirement.admits_numbers(profile)
+                && group.tag_ids.iter().all(|t| ids.binary_search(t).is_ok())
+            {
                 s.insert(g);
             }
         }
         s
+    }
+
+    /// Rebuilds the tag index from the live groups (a group came or went).
+    fn reindex_tags(&mut self) {
+        self.tag_index.clear();
+        for group in self.slots.iter_mut().flatten() {
+            group.tag_ids.clear();
+            for t in &group.requirement.tags {
+                let next = self.tag_index.len() as u32;
+                let id = *self.tag_index.entry(t.clone()).or_insert(next);
+                group.tag_ids.push(id);
+            }
+            group.tag_ids.sort_unstable();
+            group.tag_ids.dedup();
+        }
     }
 
     /// Adds `job` to the group of `req`, creating it if needed. Returns the group and
@@ -97,10 +136,14 @@ impl Groups {
             requirement: req.clone(),
             members: vec![job],
             queue: Vec::new(),
+            tag_ids: Vec::new(),
         });
         self.by_requirement.insert(req.clone(), g);
         self.active.insert(g);
         self.epoch += 1;
+        if !req.tags.is_empty() {
+            self.reindex_tags();
+        }
         Ok((g, true))
     }
 
@@ -118,6 +161,9 @@ impl Groups {
             self.active.remove(g);
             self.open.remove(g);
             self.epoch += 1;
+            if !group.requirement.tags.is_empty() {
+                self.reindex_tags();
+            }
             return true;
         }
         false

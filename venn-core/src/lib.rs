@@ -85,5 +85,5 @@ pub use policy::PolicyArgs;
 pub use policy::{Policy, PolicyConfig, PolicyKind, PolicyRegistry, TierParams};
 pub use profile::{DeviceProfile, Requirement, TaskCost};
 pub use rng::SeededRng;
-pub use supply::{SupplyConfig, SupplyEstimator};
+pub use supply::{DeviceClass, SupplyConfig, SupplyEstimator};
 pub use time::Time;

@@ -22,7 +22,7 @@ use crate::job::{
 use crate::policy::{DeviceCtx, Policy, PolicyConfig, PolicyRegistry, SchedView};
 use crate::profile::DeviceProfile;
 use crate::rng::SeededRng;
-use crate::supply::{SupplyConfig, SupplyEstimator};
+use crate::supply::{DeviceClass, SupplyConfig, SupplyEstimator};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 
@@ -86,6 +86,8 @@ pub struct ResourceManager {
     fit: FitRule,
     /// The offer buffer, reused across check-ins.
     offer: Vec<JobId>,
+    /// The class the last check-in was counted in.
+    last_class: Option<crate::supply::ClassIdx>,
 }
 
 impl ResourceManager {
@@ -102,6 +104,7 @@ impl ResourceManager {
             counters: Counters::default(),
             fit: cfg.fit,
             offer: Vec::new(),
+            last_class: None,
         }
     }
 
@@ -312,6 +315,7 @@ impl ResourceManager {
         let groups = &self.groups;
         let class = self.supply.class_of(profile, |p| groups.admitting(p));
         self.supply.record(class, now);
+        self.last_class = Some(class);
         let eligible = self.supply.classes()[class as usize]
             .groups
             .and(&self.groups.open());
@@ -485,6 +489,19 @@ impl ResourceManager {
     /// driver passes a random key so that clients cannot flood one hash bucket.
     pub fn set_profile_hash_key(&mut self, key: u64) {
         self.supply.set_hash_key(key);
+    }
+
+    /// Bounds the device classes distinct profiles make (see
+    /// [`SupplyEstimator::set_class_cap`]): a live driver's profiles come from anonymous
+    /// clients.
+    pub fn set_class_cap(&mut self, cap: Option<usize>) {
+        self.supply.set_class_cap(cap);
+    }
+
+    /// The class the last check-in was counted in: its own profile's, or the one it was
+    /// folded into past the class cap (valid until the next input).
+    pub fn last_check_in_class(&self) -> Option<&DeviceClass> {
+        self.supply.classes().get(self.last_class? as usize)
     }
 
     /// The supply regions the policy's last plan gave to a job group (Venn's cell

@@ -159,12 +159,16 @@ impl Requirement {
 
     /// Whether the device is eligible.
     pub fn admits(&self, d: &DeviceProfile) -> bool {
+        self.admits_numbers(d) && self.tags.iter().all(|t| d.tags.iter().any(|x| x == t))
+    }
+
+    /// [`Requirement::admits`] without the tags: the numeric bounds only.
+    pub(crate) fn admits_numbers(&self, d: &DeviceProfile) -> bool {
         d.cpu_score >= self.min_cpu_score
             && d.mem_score >= self.min_mem_score
             && d.os_version >= self.min_os_version
             && d.bandwidth_kbps >= self.min_bandwidth_kbps
             && self.max_ms_per_sample.is_none_or(|m| d.ms_per_sample <= m)
-            && self.tags.iter().all(|t| d.tags.iter().any(|x| x == t))
     }
 
     /// Sorts and deduplicates the tags so that equal sets compare equal.

@@ -72,9 +72,18 @@ pub struct SupplyEstimator {
     next_same_hash: Vec<ClassIdx>,
     generation: u64,
     hash_key: ProfileHashKey,
+    /// At most this many classes are made for distinct profiles; see
+    /// [`SupplyEstimator::set_class_cap`].
+    class_cap: Option<usize>,
+    /// Check-ins counted in a class other than their own profile's (over the cap).
+    folded: u64,
 }
 
 const NO_CLASS: ClassIdx = ClassIdx::MAX;
+/// The tag of the one class that over-cap profiles with no fitting cell fold into (a tag
+/// longer than any a client may send, so no real profile has it).
+const OVERFLOW_TAG: &str =
+    "venn:overflow-of-the-class-cap:no-group-admits-the-devices-counted-here";
 /// Compaction only pays off once there are many dead classes.
 const COMPACT_MIN_DEAD: usize = 4096;
 
@@ -106,7 +115,27 @@ impl SupplyEstimator {
             next_same_hash: Vec::new(),
             generation: 0,
             hash_key: ProfileHashKey::with_seed(0),
+            class_cap: None,
+            folded: 0,
         }
+    }
+
+    /// Bounds the classes that distinct profiles make (a live driver's profiles come
+    /// from anonymous clients; `None`, the default, bounds nothing). Past `cap` classes a
+    /// new profile is folded into a class of the same cell — the same groups admit it,
+    /// so the supply of every group and intersection counts as before — and only a new
+    /// cell still makes a class. Past `2 × cap`, a new profile of a new cell folds into
+    /// the class whose cell is the largest part of its own (or a class no group admits):
+    /// its supply is under-counted, never over-counted, and the device is offered only
+    /// jobs of that part.
+    pub fn set_class_cap(&mut self, cap: Option<usize>) {
+        self.class_cap = cap.map(|c| c.max(1));
+    }
+
+    /// Check-ins folded into another profile's class so far (see
+    /// [`SupplyEstimator::set_class_cap`]).
+    pub fn folded(&self) -> u64 {
+        self.folded
     }
 
     /// Keys the profile hash with `key` (re-indexing the classes already known). A driver
@@ -163,12 +192,46 @@ impl SupplyEstimator {
             }
             c = self.next_same_hash[c as usize];
         }
+        let groups = classify(profile);
+        if let Some(cap) = self.class_cap.filter(|c| self.classes.len() >= *c)
+            && let Some(c) = self.fold_target(groups, cap)
+        {
+            self.folded += 1;
+            return c;
+        }
+        self.new_class(h, profile.clone(), groups)
+    }
+
+    /// The class a new profile of cell `groups` folds into at the cap, if any.
+    fn fold_target(&mut self, groups: GroupSet, cap: usize) -> Option<ClassIdx> {
+        if let Some(i) = self.classes.iter().position(|c| c.groups == groups) {
+            return Some(i as ClassIdx);
+        }
+        if self.classes.len() < 2 * cap {
+            return None;
+        }
+        let part = self
+            .classes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.groups.and(&groups) == c.groups)
+            .max_by_key(|(_, c)| c.groups.len())
+            .map(|(i, _)| i as ClassIdx);
+        Some(part.unwrap_or_else(|| {
+            // No class's cell is part of this one: count it where no group looks.
+            let none = DeviceProfile::new(0.0, 0.0, 0.0).with_tag(OVERFLOW_TAG);
+            let h = profile_hash(&self.hash_key, &none);
+            self.new_class(h, none, GroupSet::EMPTY)
+        }))
+    }
+
+    fn new_class(&mut self, h: u64, profile: DeviceProfile, groups: GroupSet) -> ClassIdx {
         let idx = self.classes.len() as ClassIdx;
         let prev = self.by_hash.insert(h, idx).unwrap_or(NO_CLASS);
         self.next_same_hash.push(prev);
         self.classes.push(DeviceClass {
-            profile: profile.clone(),
-            groups: classify(profile),
+            profile,
+            groups,
             in_window: 0,
         });
         self.counts.extend(std::iter::repeat_n(0, self.cfg.buckets));
@@ -248,10 +311,31 @@ impl SupplyEstimator {
 
     /// Updates every class's bit for group `g` (a new group, or a freed slot with `None`).
     pub fn set_group(&mut self, g: GroupIdx, requirement: Option<&Requirement>) {
+        // Tags through a hash set: the classes' tags come from anonymous clients, and
+        // comparing every pair of strings would cost tags² × bytes per class.
+        let wanted: foldhash::HashSet<&str> = requirement
+            .map(|r| r.tags.iter().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut seen: foldhash::HashSet<&str> = Default::default();
         for class in &mut self.classes {
-            match requirement {
-                Some(r) if r.admits(&class.profile) => class.groups.insert(g),
-                _ => class.groups.remove(g),
+            let admits = requirement.is_some_and(|r| {
+                r.admits_numbers(&class.profile) && {
+                    seen.clear();
+                    seen.extend(
+                        class
+                            .profile
+                            .tags
+                            .iter()
+                            .map(String::as_str)
+                            .filter(|t| wanted.contains(t)),
+                    );
+                    seen.len() == wanted.len()
+                }
+            });
+            if admits {
+                class.groups.insert(g);
+            } else {
+                class.groups.remove(g);
             }
         }
     }

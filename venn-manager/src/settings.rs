@@ -37,6 +37,21 @@ pub struct Settings {
     /// Who may register jobs, where their plans may live, and when an idle job ends.
     #[serde(default)]
     pub registration: Registration,
+    /// Device classes that distinct check-in profiles may make before new profiles fold
+    /// into a class of the same Venn cell (see venn-core's
+    /// `SupplyEstimator::set_class_cap`): profiles come from anonymous clients, and each
+    /// class costs memory and a stored row per supply bucket. `None`: unbounded.
+    #[serde(default = "default_max_profile_classes")]
+    pub max_profile_classes: Option<usize>,
+}
+
+/// Default of [`Settings::max_profile_classes`]: far above the few hundred distinct
+/// profiles of the FedScale device traces, small enough that a flood of invented
+/// profiles costs a few MiB.
+pub const DEFAULT_MAX_PROFILE_CLASSES: usize = 4_096;
+
+fn default_max_profile_classes() -> Option<usize> {
+    Some(DEFAULT_MAX_PROFILE_CLASSES)
 }
 
 /// Who may register jobs, where devices may be sent, and how long a silent job lives.
@@ -174,6 +189,7 @@ impl Default for Settings {
             admission: None,
             server: ServerLimits::default(),
             registration: Registration::default(),
+            max_profile_classes: default_max_profile_classes(),
         }
     }
 }

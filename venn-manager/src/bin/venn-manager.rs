@@ -67,6 +67,11 @@ struct Args {
     /// (no call, no open round, no launch to come); 0: never.
     #[arg(long, default_value_t = 3600.0, help_heading = "Limits")]
     idle_job_s: f64,
+    /// Device classes distinct check-in profiles may make before new ones fold into a
+    /// class of the same Venn cell (bounds the memory and rows anonymous clients can
+    /// create); 0: unbounded.
+    #[arg(long, default_value_t = venn_manager::settings::DEFAULT_MAX_PROFILE_CLASSES, help_heading = "Limits")]
+    max_profile_classes: usize,
     /// Seconds a whole request may take (then 408).
     #[arg(long, default_value_t = ServerLimits::default().request_timeout_s, help_heading = "Limits")]
     request_timeout_s: f64,
@@ -154,6 +159,7 @@ async fn main() -> anyhow::Result<()> {
             capacity_window_s: a.admission_window_s,
             prior_per_slot: a.admission_prior,
         }),
+        max_profile_classes: (a.max_profile_classes > 0).then_some(a.max_profile_classes),
         ..Settings::default()
     };
     let manager = Arc::new(

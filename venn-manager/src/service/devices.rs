@@ -48,6 +48,14 @@ impl Manager {
             .core
             .check_in_until(DeviceId(req.device_id), p, now, online_until);
         self.metrics.observe_decision(t0.elapsed().as_secs_f64());
+        // Past the class cap the check-in counts in another profile's class: store that
+        // one, so the stored rows stay as bounded as the classes.
+        let profile_key = match g.core.last_check_in_class() {
+            Some(c) if c.profile != *p => {
+                serde_json::to_string(&c.profile).map_err(ServiceError::internal)?
+            }
+            _ => profile_key,
+        };
         let Decision::Assigned { job, round } = decision else {
             *g.checkin_buf.entry((bucket, profile_key)).or_default() += 1;
             let busy = g.core.groups().open().is_empty();

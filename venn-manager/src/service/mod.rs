@@ -154,6 +154,7 @@ impl Manager {
         let mut core = ResourceManager::with_registry(cfg, &settings.policy, registry)?;
         // Profiles come from anonymous clients: key their hash with a secret.
         core.set_profile_hash_key(rand::random());
+        core.set_class_cap(settings.max_profile_classes);
         let now = clock.now();
         let bucket_len = settings.supply.window_s / settings.supply.buckets as f64;
         let min_bucket = ((now.secs() - settings.supply.window_s) / bucket_len).floor() as i64;

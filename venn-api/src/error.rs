@@ -45,6 +45,9 @@ pub mod codes {
     pub const PAYLOAD_TOO_LARGE: &str = "payload_too_large";
     /// The request or its body took longer than the server allows (408).
     pub const TIMEOUT: &str = "timeout";
+    /// The client's source sent more requests of this kind than it may (429, with
+    /// `Retry-After`).
+    pub const RATE_LIMITED: &str = "rate_limited";
     /// A server fault; details are in the server's log (500).
     pub const INTERNAL: &str = "internal";
 }

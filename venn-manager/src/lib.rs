@@ -18,7 +18,8 @@
 //!   on venn-core's slot clock (the simulator's rule for slots, capacity and evictions).
 //! - [`clock`], [`settings`]: time source and knobs; [`tokens`]: bearer tokens, kept
 //!   only as digests and compared in constant time.
-//! - [`server`]: serving with background sweeps and graceful shutdown.
+//! - [`server`]: serving with background sweeps and graceful shutdown; [`sources`]:
+//!   per-address connection shares and request rates.
 
 pub mod admission;
 pub mod api;
@@ -29,6 +30,7 @@ pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod settings;
+pub mod sources;
 pub mod store;
 pub mod tokens;
 pub mod ui;

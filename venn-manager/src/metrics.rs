@@ -29,6 +29,8 @@ pub struct Metrics {
     pub rounds_abort: AtomicU64,
     /// Connections closed at accept because the server was at its connection limit.
     pub connections_refused: AtomicU64,
+    /// Requests answered 429: their source was over its rate.
+    pub rate_limited: AtomicU64,
     latency_buckets: [AtomicU64; LATENCY_BOUNDS.len() + 1],
     latency_sum_ns: AtomicU64,
 }
@@ -65,8 +67,13 @@ impl Metrics {
             ),
             (
                 "venn_connections_refused_total",
-                "Connections closed at accept: the server was at its connection limit.",
+                "Connections closed at accept: the server, or the source address, was at its connection limit.",
                 &self.connections_refused,
+            ),
+            (
+                "venn_rate_limited_total",
+                "Requests answered 429: their source address was over its rate.",
+                &self.rate_limited,
             ),
         ];
         for (name, help, v) in counters {

@@ -5,8 +5,10 @@
 //! `axum::serve` sets no hyper timer, so a client could hold a connection forever by
 //! sending half a request, and idle connections could exhaust the file descriptors. This
 //! accept loop serves HTTP/1.1 with hyper directly, under [`ServerLimits`]:
-//! - at most `max_connections` connections at once: one more is closed as soon as it is
-//!   accepted (counted in `/metrics` as `venn_connections_refused_total`);
+//! - at most `max_connections` connections at once, and `max_connections_per_source`
+//!   from one address: one more is closed as soon as it is accepted (counted in
+//!   `/metrics` as `venn_connections_refused_total`); each request carries its
+//!   [`Peer`], for the per-source request rates ([`crate::sources`]);
 //! - `header_read_timeout_s` to send a request's headers, and to start the next request
 //!   on a kept-alive connection (hyper's header-read timer);
 //! - `body_timeout_s` for the body and `request_timeout_s` for the whole request (408),
@@ -15,6 +17,7 @@
 use crate::api::router;
 use crate::service::Manager;
 use crate::settings::ServerLimits;
+use crate::sources::Peer;
 use axum::Router;
 use axum::http::StatusCode;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -26,6 +29,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tower_http::add_extension::AddExtension;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 /// How long shutdown waits for open connections to finish their requests.
@@ -65,6 +69,7 @@ pub async fn serve(
             if let Err(e) = bg.tick_admission() {
                 tracing::error!(error = %e, "admission tick failed");
             }
+            bg.sources.forget_idle();
         }
     });
     let app = limited_router(manager.clone(), &limits);
@@ -92,8 +97,14 @@ pub async fn serve(
             drop(stream);
             continue;
         };
+        let Some(share) = manager.sources.connect(peer.ip()) else {
+            manager.metrics.connections_refused.fetch_add(1, Relaxed);
+            tracing::debug!(%peer, "the source's connection share is taken: closed");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
-        let svc = TowerToHyperService::new(app.clone());
+        let svc = TowerToHyperService::new(AddExtension::new(app.clone(), Peer(peer.ip())));
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(header_timeout)
@@ -103,6 +114,7 @@ pub async fn serve(
             if let Err(e) = conn.await {
                 tracing::debug!(%peer, error = %e, "connection ended");
             }
+            drop(share);
             drop(permit);
         });
     }

@@ -143,6 +143,15 @@ pub struct ServerLimits {
     pub body_timeout_s: f64,
     /// Seconds a request may take from headers to response (then 408).
     pub request_timeout_s: f64,
+    /// Connections one client address may hold at once (a share of `max_connections`).
+    pub max_connections_per_source: usize,
+    /// Check-ins a second one client address may send (a second's worth at once); past
+    /// it, 429 `rate_limited` with `Retry-After`. `None`: unlimited — the default, since
+    /// an emulated population on one host checks in from one address.
+    pub check_ins_per_source_s: Option<f64>,
+    /// Job registrations a minute one client address may send (a minute's worth at
+    /// once); `None`: unlimited.
+    pub registrations_per_source_min: Option<f64>,
 }
 
 impl Default for ServerLimits {
@@ -152,6 +161,9 @@ impl Default for ServerLimits {
             header_read_timeout_s: 10.0,
             body_timeout_s: 10.0,
             request_timeout_s: 30.0,
+            max_connections_per_source: 1_024,
+            check_ins_per_source_s: None,
+            registrations_per_source_min: Some(120.0),
         }
     }
 }
@@ -161,6 +173,20 @@ impl ServerLimits {
     pub fn validate(&self) -> Result<(), String> {
         if self.max_connections == 0 {
             return Err("server.max_connections must be at least 1".into());
+        }
+        if self.max_connections_per_source == 0 {
+            return Err("server.max_connections_per_source must be at least 1".into());
+        }
+        for (name, v) in [
+            ("server.check_ins_per_source_s", self.check_ins_per_source_s),
+            (
+                "server.registrations_per_source_min",
+                self.registrations_per_source_min,
+            ),
+        ] {
+            if v.is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= 1e9)) {
+                return Err(format!("{name} must be a positive rate (or absent)"));
+            }
         }
         for (name, v) in [
             ("server.header_read_timeout_s", self.header_read_timeout_s),

@@ -140,3 +140,104 @@ async fn connections_past_the_limit_are_closed_at_accept_and_counted() {
         .and_then(|v| v.parse::<u64>().ok());
     assert_eq!(refused, Some(1), "{out}");
 }
+
+/// A client whose connections come from `ip` (any of 127.0.0.0/8 on loopback).
+fn client_from(ip: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(Some(ip.parse().unwrap()))
+        .build()
+        .unwrap()
+}
+
+fn check_in_json(device: u64) -> serde_json::Value {
+    serde_json::json!({"device_id": device, "profile": {"cpu_score": 1, "mem_score": 1,
+        "os_version": 10, "ms_per_sample": 78, "bandwidth_kbps": 13736}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_over_its_share_or_rate_leaves_the_others_served() {
+    let limits = ServerLimits {
+        max_connections_per_source: 2,
+        check_ins_per_source_s: Some(5.0),
+        registrations_per_source_min: Some(3.0),
+        header_read_timeout_s: 30.0,
+        ..ServerLimits::default()
+    };
+    let (addr, _stop) = serve("limits-sources", limits).await;
+    let base = format!("http://{addr}");
+    let attacker = client_from("127.0.0.2");
+    let honest = client_from("127.0.0.1");
+    let mut codes = Vec::new();
+    for d in 0..20 {
+        let r = attacker
+            .post(format!("{base}/v1/check-in"))
+            .json(&check_in_json(d))
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 429 {
+            assert!(r.headers().get("retry-after").is_some());
+            let body: serde_json::Value = r.json().await.unwrap();
+            assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+            codes.push(429);
+        } else {
+            codes.push(r.status().as_u16());
+        }
+    }
+    let ok = codes.iter().filter(|c| **c == 200).count();
+    assert!(
+        (5..=7).contains(&ok),
+        "a second's worth then 429: {codes:?}"
+    );
+    let r = honest
+        .post(format!("{base}/v1/check-in"))
+        .json(&check_in_json(99))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "another address is not limited");
+    let job = |n: u32| {
+        serde_json::json!({"name": format!("j{n}"), "rounds": 1, "model_size_bytes": 10,
+            "plan_url": "http://127.0.0.1:9/plan"})
+    };
+    let mut regs = Vec::new();
+    for n in 0..5 {
+        let r = attacker
+            .post(format!("{base}/v1/jobs"))
+            .json(&job(n))
+            .send()
+            .await
+            .unwrap();
+        regs.push(r.status().as_u16());
+    }
+    assert_eq!(regs, vec![201, 201, 201, 429, 429]);
+    // Two connections are the attacker's share; a third is closed at once.
+    let socket = |ip: &str| {
+        let s = tokio::net::TcpSocket::new_v4().unwrap();
+        s.bind(format!("{ip}:0").parse().unwrap()).unwrap();
+        s
+    };
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        held.push(socket("127.0.0.2").connect(addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let third = socket("127.0.0.2").connect(addr).await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(2), async {
+        let mut buf = [0u8; 16];
+        loop {
+            third.readable().await.unwrap();
+            match third.try_read(&mut buf) {
+                Ok(0) => break true,
+                Ok(_) => break false,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(_) => break true,
+            }
+        }
+    })
+    .await;
+    assert_eq!(closed.ok(), Some(true), "closed at accept");
+    let r = honest.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    drop(held);
+}

@@ -21,6 +21,7 @@ mod devices;
 mod error;
 mod extract;
 mod jobs;
+mod limits;
 mod rounds;
 mod status;
 mod tasks;
@@ -56,5 +57,9 @@ pub fn router(manager: AppState) -> Router {
         .merge(crate::ui::routes())
         .fallback(status::not_found)
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            manager.clone(),
+            limits::per_source,
+        ))
         .with_state(manager)
 }

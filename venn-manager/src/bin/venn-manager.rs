@@ -43,6 +43,16 @@ struct Args {
     /// or slow clients cannot exhaust file descriptors). Keep it below `ulimit -n`.
     #[arg(long, default_value_t = ServerLimits::default().max_connections, help_heading = "Limits")]
     max_connections: usize,
+    /// Connections one client address may hold at once.
+    #[arg(long, default_value_t = ServerLimits::default().max_connections_per_source, help_heading = "Limits")]
+    max_connections_per_source: usize,
+    /// Check-ins a second one client address may send (then 429 with Retry-After); 0:
+    /// unlimited (the default: an emulated population checks in from one address).
+    #[arg(long, default_value_t = 0.0, help_heading = "Limits")]
+    check_in_rate_per_source: f64,
+    /// Job registrations a minute one client address may send (then 429); 0: unlimited.
+    #[arg(long, default_value_t = ServerLimits::default().registrations_per_source_min.unwrap_or(0.0), help_heading = "Limits")]
+    registration_rate_per_source: f64,
     /// Seconds a client may take to send a request's headers, or sit idle on a kept-alive
     /// connection, before the connection is closed.
     #[arg(long, default_value_t = ServerLimits::default().header_read_timeout_s, help_heading = "Limits")]
@@ -146,6 +156,11 @@ async fn main() -> anyhow::Result<()> {
         },
         server: ServerLimits {
             max_connections: a.max_connections,
+            max_connections_per_source: a.max_connections_per_source,
+            check_ins_per_source_s: (a.check_in_rate_per_source > 0.0)
+                .then_some(a.check_in_rate_per_source),
+            registrations_per_source_min: (a.registration_rate_per_source > 0.0)
+                .then_some(a.registration_rate_per_source),
             header_read_timeout_s: a.header_timeout_s,
             body_timeout_s: a.body_timeout_s,
             request_timeout_s: a.request_timeout_s,

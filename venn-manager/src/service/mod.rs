@@ -25,6 +25,7 @@ use crate::error::ServiceError;
 use crate::history::{self, History};
 use crate::metrics::Metrics;
 use crate::settings::Settings;
+use crate::sources::SourceLimits;
 use crate::store::{HistoryRound, JobLifecycle, Snapshot, Store, StoredJob, StoredTask};
 use crate::tokens;
 use std::collections::HashMap;
@@ -87,6 +88,8 @@ pub struct Manager {
     settings: Settings,
     /// Counters and histograms for `/metrics`.
     pub metrics: Metrics,
+    /// Per-source connection shares and request rates (enforced by the HTTP layer).
+    pub sources: Arc<SourceLimits>,
 }
 
 /// At most [`limits::MAX_TAGS`] tags of at most [`limits::MAX_TAG_BYTES`] each.
@@ -189,6 +192,7 @@ impl Manager {
             inner: Mutex::new(inner),
             history,
             clock,
+            sources: Arc::new(SourceLimits::new(&settings.server)),
             settings,
             metrics: Metrics::default(),
         })

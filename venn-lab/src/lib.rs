@@ -23,7 +23,9 @@
 //!   (`venn-lab sim`): the engine's hooks, the device population from traces, and the
 //!   training pool.
 //! - [`compare`]: several policies' results side by side (table, CSV, a plot per job).
+//! - [`attack`]: hostile clients against a `venn-manager` process (`venn-lab attack`).
 
+pub mod attack;
 pub mod compare;
 pub mod config;
 pub mod load;

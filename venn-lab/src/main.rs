@@ -98,6 +98,23 @@ enum Command {
         #[arg(long, default_value = "venn")]
         policy: String,
     },
+    /// Hostile clients against a real venn-manager process on loopback: floods of invented
+    /// profiles and long tags, oversized fields, registration squatting, slow headers and
+    /// idle connections, each bounded, while an honest device checks in from another
+    /// address. Prints per attack the answers, the honest device's p50/p99 latency and the
+    /// manager's RSS and database growth; then SIGKILLs the manager, restarts it and checks
+    /// what it had acknowledged.
+    Attack {
+        /// The venn-manager binary (default: the one beside this program).
+        #[arg(long)]
+        manager_bin: Option<PathBuf>,
+        /// Multiplies every attack's request count (1: 150,000 invented profiles, …).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Concurrent attacking connections.
+        #[arg(long, default_value_t = 32)]
+        workers: usize,
+    },
 }
 
 #[tokio::main]
@@ -235,6 +252,35 @@ async fn main() -> anyhow::Result<()> {
                 print!("{}", lab::compare::write_comparison(&out, &results)?);
                 println!("comparison in {}", out.display());
             }
+        }
+        Command::Attack {
+            manager_bin,
+            scale,
+            workers,
+        } => {
+            let manager_bin = match manager_bin {
+                Some(p) => p,
+                None => std::env::current_exe()?
+                    .parent()
+                    .context("locating this program's folder")?
+                    .join("venn-manager"),
+            };
+            anyhow::ensure!(
+                manager_bin.exists(),
+                "{} not found: build it (cargo build --release --bin venn-manager) or pass --manager-bin",
+                manager_bin.display()
+            );
+            anyhow::ensure!(scale > 0.0 && scale.is_finite(), "--scale must be positive");
+            let dir = std::env::temp_dir().join(format!("venn-lab-attack-{}", std::process::id()));
+            let summary = lab::attack::run_attacks(&lab::attack::AttackOptions {
+                manager_bin,
+                dir: dir.clone(),
+                scale,
+                workers,
+            })
+            .await?;
+            print!("{}", summary.table());
+            let _ = std::fs::remove_dir_all(&dir);
         }
         Command::Load {
             url,

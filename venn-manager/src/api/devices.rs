@@ -2,6 +2,7 @@
 
 use super::AppState;
 use super::extract::ApiJson;
+use super::limits::CheckInRate;
 use axum::Json;
 use axum::extract::State;
 use venn_api::HttpError;
@@ -10,6 +11,7 @@ use venn_api::manager::{CheckIn, CheckInReply};
 /// `POST /v1/check-in`.
 pub async fn check_in(
     State(m): State<AppState>,
+    _: CheckInRate,
     ApiJson(req): ApiJson<CheckIn>,
 ) -> Result<Json<CheckInReply>, HttpError> {
     Ok(Json(m.check_in(req)?))

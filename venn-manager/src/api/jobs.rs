@@ -2,6 +2,7 @@
 
 use super::AppState;
 use super::extract::{ApiJson, ApiPath};
+use super::limits::RegistrationRate;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -20,6 +21,7 @@ pub(super) fn job_token(h: &HeaderMap) -> Option<&str> {
 /// admitted the job); with admission control, 409 `declined` with the quote.
 pub async fn register(
     State(m): State<AppState>,
+    _: RegistrationRate,
     headers: HeaderMap,
     ApiJson(req): ApiJson<RegisterJob>,
 ) -> Result<(StatusCode, Json<Registered>), HttpError> {

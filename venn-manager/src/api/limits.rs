@@ -1,39 +1,61 @@
-//! Per-source request rates as a middleware: a check-in or a registration from an
-//! address over its rate ([`crate::sources`]) is answered 429 `rate_limited` with
-//! `Retry-After` before any handler runs.
+//! Per-source request rates as extractors: a check-in or a registration from an address
+//! over its rate ([`crate::sources`]) is answered 429 `rate_limited` with `Retry-After`
+//! before its body is read. (An extractor on the two routes, not a middleware on all:
+//! the check-in path is the hot one.)
 
 use super::AppState;
-use crate::sources::Peer;
-use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
-use axum::middleware::Next;
+use crate::sources::{Peer, SourceLimits};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use std::net::IpAddr;
 use std::sync::atomic::Ordering::Relaxed;
-use venn_api::{HttpError, codes, paths};
+use std::time::Duration;
+use venn_api::{HttpError, codes};
 
-/// Lets a request through, or answers 429 when its source is over its rate.
-pub async fn per_source(State(m): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(Peer(ip)) = req.extensions().get::<Peer>().copied() else {
-        return next.run(req).await;
-    };
-    let verdict = match (req.method(), req.uri().path()) {
-        (&Method::POST, paths::CHECK_IN) => m.sources.check_in(ip).map_err(|w| (w, "check-ins")),
-        (&Method::POST, paths::JOBS) => m.sources.register(ip).map_err(|w| (w, "registrations")),
-        _ => Ok(()),
-    };
-    match verdict {
-        Ok(()) => next.run(req).await,
-        Err((wait, what)) => {
-            m.metrics.rate_limited.fetch_add(1, Relaxed);
-            let secs = wait.as_secs_f64();
-            let mut e = HttpError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                codes::RATE_LIMITED,
-                format!("too many {what} from {ip}: retry in {secs:.3} s"),
-            );
-            e.detail.insert("retry_after_s".into(), secs.into());
-            let retry = format!("{}", secs.ceil().max(1.0) as u64);
-            ([(header::RETRY_AFTER, retry)], e).into_response()
-        }
+/// A check-in within its source's rate.
+pub struct CheckInRate;
+
+/// A registration within its source's rate.
+pub struct RegistrationRate;
+
+impl FromRequestParts<AppState> for CheckInRate {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, m: &AppState) -> Result<Self, Response> {
+        within(parts, m, SourceLimits::check_in, "check-ins").map(|()| CheckInRate)
     }
+}
+
+impl FromRequestParts<AppState> for RegistrationRate {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, m: &AppState) -> Result<Self, Response> {
+        within(parts, m, SourceLimits::register, "registrations").map(|()| RegistrationRate)
+    }
+}
+
+/// Requests with no peer (in-process calls) are not limited.
+fn within(
+    parts: &Parts,
+    m: &AppState,
+    take: fn(&SourceLimits, IpAddr) -> Result<(), Duration>,
+    what: &str,
+) -> Result<(), Response> {
+    let Some(Peer(ip)) = parts.extensions.get::<Peer>().copied() else {
+        return Ok(());
+    };
+    take(&m.sources, ip).map_err(|wait| {
+        m.metrics.rate_limited.fetch_add(1, Relaxed);
+        let secs = wait.as_secs_f64();
+        let mut e = HttpError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            codes::RATE_LIMITED,
+            format!("too many {what} from {ip}: retry in {secs:.3} s"),
+        );
+        e.detail.insert("retry_after_s".into(), secs.into());
+        let retry = (secs.ceil().max(1.0) as u64).to_string();
+        ([(header::RETRY_AFTER, retry)], e).into_response()
+    })
 }

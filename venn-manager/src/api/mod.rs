@@ -57,9 +57,5 @@ pub fn router(manager: AppState) -> Router {
         .merge(crate::ui::routes())
         .fallback(status::not_found)
         .layer(DefaultBodyLimit::max(limit))
-        .layer(axum::middleware::from_fn_with_state(
-            manager.clone(),
-            limits::per_source,
-        ))
         .with_state(manager)
 }

@@ -20,19 +20,43 @@ pub struct CheckInRate;
 /// A registration within its source's rate.
 pub struct RegistrationRate;
 
-impl FromRequestParts<AppState> for CheckInRate {
-    type Rejection = Response;
+/// The 429 for a source over its rate.
+pub struct RateLimited {
+    ip: IpAddr,
+    what: &'static str,
+    wait: Duration,
+}
 
-    async fn from_request_parts(parts: &mut Parts, m: &AppState) -> Result<Self, Response> {
+impl FromRequestParts<AppState> for CheckInRate {
+    type Rejection = RateLimited;
+
+    async fn from_request_parts(parts: &mut Parts, m: &AppState) -> Result<Self, RateLimited> {
         within(parts, m, SourceLimits::check_in, "check-ins").map(|()| CheckInRate)
     }
 }
 
 impl FromRequestParts<AppState> for RegistrationRate {
-    type Rejection = Response;
+    type Rejection = RateLimited;
 
-    async fn from_request_parts(parts: &mut Parts, m: &AppState) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut Parts, m: &AppState) -> Result<Self, RateLimited> {
         within(parts, m, SourceLimits::register, "registrations").map(|()| RegistrationRate)
+    }
+}
+
+impl IntoResponse for RateLimited {
+    fn into_response(self) -> Response {
+        let secs = self.wait.as_secs_f64();
+        let mut e = HttpError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            codes::RATE_LIMITED,
+            format!(
+                "too many {} from {}: retry in {secs:.3} s",
+                self.what, self.ip
+            ),
+        );
+        e.detail.insert("retry_after_s".into(), secs.into());
+        let retry = (secs.ceil().max(1.0) as u64).to_string();
+        ([(header::RETRY_AFTER, retry)], e).into_response()
     }
 }
 
@@ -41,21 +65,13 @@ fn within(
     parts: &Parts,
     m: &AppState,
     take: fn(&SourceLimits, IpAddr) -> Result<(), Duration>,
-    what: &str,
-) -> Result<(), Response> {
+    what: &'static str,
+) -> Result<(), RateLimited> {
     let Some(Peer(ip)) = parts.extensions.get::<Peer>().copied() else {
         return Ok(());
     };
     take(&m.sources, ip).map_err(|wait| {
         m.metrics.rate_limited.fetch_add(1, Relaxed);
-        let secs = wait.as_secs_f64();
-        let mut e = HttpError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            codes::RATE_LIMITED,
-            format!("too many {what} from {ip}: retry in {secs:.3} s"),
-        );
-        e.detail.insert("retry_after_s".into(), secs.into());
-        let retry = (secs.ceil().max(1.0) as u64).to_string();
-        ([(header::RETRY_AFTER, retry)], e).into_response()
+        RateLimited { ip, what, wait }
     })
 }

@@ -45,6 +45,9 @@ pub mod codes {
     pub const PAYLOAD_TOO_LARGE: &str = "payload_too_large";
     /// The request or its body took longer than the server allows (408).
     pub const TIMEOUT: &str = "timeout";
+    /// The registering credential (operator token, or source address) holds its quota
+    /// of live jobs (403).
+    pub const QUOTA_EXCEEDED: &str = "quota_exceeded";
     /// The client's source sent more requests of this kind than it may (429, with
     /// `Retry-After`).
     pub const RATE_LIMITED: &str = "rate_limited";

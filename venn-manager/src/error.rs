@@ -41,6 +41,14 @@ pub enum ServiceError {
         /// When (epoch seconds), if recorded.
         at: Option<f64>,
     },
+    /// The registering credential holds its quota of live jobs already.
+    #[error("{credential} holds {quota} live jobs, its quota: end one first")]
+    Quota {
+        /// Whose quota, in words (never the secret itself).
+        credential: String,
+        /// The quota.
+        quota: usize,
+    },
     /// The SQLite store failed.
     #[error("store: {0}")]
     Store(#[from] rusqlite::Error),

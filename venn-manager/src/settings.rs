@@ -69,6 +69,9 @@ pub struct Registration {
     /// open round's deadline, an admitted job's launch) after which a job is ended and
     /// its devices released — the runner is presumed gone. `None`: never.
     pub idle_job_s: Option<f64>,
+    /// Live jobs one credential may hold: the operator token it registered with, or,
+    /// without one, its source address. `None`: no quota.
+    pub max_jobs_per_credential: Option<usize>,
 }
 
 impl Default for Registration {
@@ -77,6 +80,7 @@ impl Default for Registration {
             operator_token: None,
             plan_hosts: Vec::new(),
             idle_job_s: Some(3_600.0),
+            max_jobs_per_credential: Some(64),
         }
     }
 }

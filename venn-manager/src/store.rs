@@ -30,7 +30,8 @@ use venn_core::job::TaskState;
 use venn_core::{JobSpec, RoundOutcome, RoundRequest, Time};
 
 /// Schema version written to `meta` (2: `admissions`; 3: `admission_slots`; 4: tokens
-/// kept as digests; 5: `round_metrics` and `supply_minutes`, for the status page).
+/// kept as digests; 5: `round_metrics` and `supply_minutes`, for the status page, and
+/// `job_credentials`, for the per-credential quota).
 const SCHEMA_VERSION: &str = "5";
 
 const SCHEMA: &str = "
@@ -65,6 +66,8 @@ CREATE TABLE IF NOT EXISTS round_metrics(
   PRIMARY KEY(job_id, round, attempt));
 CREATE TABLE IF NOT EXISTS supply_minutes(
   minute INTEGER PRIMARY KEY, check_ins INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS job_credentials(
+  job_id INTEGER PRIMARY KEY, credential TEXT NOT NULL);
 ";
 
 /// A job row.
@@ -153,6 +156,8 @@ pub struct Snapshot {
     pub admissions: HashMap<u64, AdmittedJob>,
     /// Largest job id ever used.
     pub max_job_id: Option<u64>,
+    /// The registration credential of each active job that had one.
+    pub credentials: HashMap<u64, String>,
 }
 
 /// Where a job stands in its life, as the `jobs.state` column stores it.
@@ -353,13 +358,23 @@ fn hash_stored_tokens(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn insert_job_row(conn: &Connection, j: &StoredJob) -> rusqlite::Result<()> {
+fn insert_job_row(
+    conn: &Connection,
+    j: &StoredJob,
+    credential: Option<&str>,
+) -> rusqlite::Result<()> {
     let spec = serde_json::to_string(&j.spec).map_err(json_err)?;
     conn.execute(
         "INSERT INTO jobs(id, name, spec, token, plan_url, model_size_bytes, registered_at, state, rounds_done, next_round)
          VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         params![j.id as i64, j.spec.name, spec, j.token, j.plan_url, j.model_size_bytes as i64, j.registered_at, j.state, j.rounds_done, j.next_round],
     )?;
+    if let Some(c) = credential {
+        conn.execute(
+            "INSERT INTO job_credentials(job_id, credential) VALUES(?1, ?2)",
+            params![j.id as i64, c],
+        )?;
+    }
     Ok(())
 }
 
@@ -403,9 +418,12 @@ impl Store {
         Ok(())
     }
 
-    /// Inserts a new job.
-    pub fn insert_job(&self, j: &StoredJob) -> rusqlite::Result<()> {
-        insert_job_row(&self.conn, j)
+    /// Inserts a new job (with the credential it registered with, if any), in one
+    /// transaction.
+    pub fn insert_job(&mut self, j: &StoredJob, credential: Option<&str>) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        insert_job_row(&tx, j, credential)?;
+        tx.commit()
     }
 
     /// Inserts a new job the admission controller admitted, with its admission record and
@@ -415,11 +433,12 @@ impl Store {
         j: &StoredJob,
         admitted: &AdmittedJob,
         statement: &StatementOfWork,
+        credential: Option<&str>,
     ) -> rusqlite::Result<()> {
         let a = serde_json::to_string(admitted).map_err(json_err)?;
         let sow = serde_json::to_string(statement).map_err(json_err)?;
         let tx = self.conn.transaction()?;
-        insert_job_row(&tx, j)?;
+        insert_job_row(&tx, j, credential)?;
         tx.execute(
             "INSERT INTO admissions(job_id, admitted, statement) VALUES(?1, ?2, ?3)",
             params![j.id as i64, a, sow],
@@ -798,6 +817,15 @@ impl Store {
         for a in rows {
             let (id, a) = a?;
             snap.admissions.insert(id, a);
+        }
+        let mut st = self.conn.prepare(
+            "SELECT c.job_id, c.credential FROM job_credentials c JOIN jobs j ON j.id = c.job_id
+             WHERE j.state = 'active'",
+        )?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
+        for c in rows {
+            let (id, c) = c?;
+            snap.credentials.insert(id, c);
         }
         Ok(snap)
     }

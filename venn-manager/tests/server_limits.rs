@@ -241,3 +241,89 @@ async fn one_address_over_its_share_or_rate_leaves_the_others_served() {
     assert_eq!(r.status(), 200);
     drop(held);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_source_holds_at_most_its_quota_of_live_jobs_across_a_restart() {
+    use venn_manager::settings::Registration;
+    let db = common::temp_db("limits-quota");
+    let settings = Settings {
+        registration: Registration {
+            max_jobs_per_credential: Some(3),
+            ..Registration::default()
+        },
+        ..Settings::default()
+    };
+    let start = |settings: Settings, db: std::path::PathBuf| async move {
+        let m = Arc::new(Manager::open(settings, &db, Clock::System).unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let h = tokio::spawn(venn_manager::server::serve(listener, m, async {
+            let _ = rx.await;
+        }));
+        (format!("http://{addr}"), tx, h)
+    };
+    let (base, stop, server) = start(settings.clone(), db.clone()).await;
+    let squatter = client_from("127.0.0.2");
+    let honest = client_from("127.0.0.1");
+    let register = |c: &reqwest::Client, base: &str, n: u32| {
+        c.post(format!("{base}/v1/jobs")).json(&serde_json::json!({
+            "name": format!("j{n}"), "rounds": 1, "model_size_bytes": 10,
+            "plan_url": "http://127.0.0.1:9/plan"}))
+    };
+    let mut tokens = Vec::new();
+    for n in 0..3 {
+        let v: serde_json::Value = register(&squatter, &base, n)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        tokens.push((
+            v["job_id"].as_u64().unwrap(),
+            v["token"].as_str().unwrap().to_string(),
+        ));
+    }
+    let r = register(&squatter, &base, 9).send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "quota_exceeded", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.2")
+    );
+    let r = register(&honest, &base, 10).send().await.unwrap();
+    assert_eq!(r.status(), 201, "another source has its own quota");
+    // A job that ends gives its place back.
+    let (job, token) = &tokens[0];
+    let r = squatter
+        .delete(format!("{base}/v1/jobs/{job}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    assert_eq!(
+        register(&squatter, &base, 11)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        201
+    );
+    // The quota is counted from SQLite after a restart.
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
+    let (base, _stop, _server) = start(settings, db).await;
+    assert_eq!(
+        register(&squatter, &base, 12)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+}

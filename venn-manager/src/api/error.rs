@@ -15,6 +15,9 @@ impl From<ServiceError> for HttpError {
             ServiceError::NotFound(m) => HttpError::not_found(m),
             ServiceError::Declined { reason, quote } => HttpError::declined(&reason, quote),
             ServiceError::Evicted { job, at } => HttpError::evicted(job, at),
+            q @ ServiceError::Quota { .. } => {
+                HttpError::new(StatusCode::FORBIDDEN, codes::QUOTA_EXCEEDED, q.to_string())
+            }
             ServiceError::Store(e) => HttpError::internal(e),
             ServiceError::Internal(e) => HttpError::internal(e),
         }

@@ -3,6 +3,8 @@
 use super::AppState;
 use super::extract::{ApiJson, ApiPath};
 use super::limits::RegistrationRate;
+use crate::sources::Peer;
+use axum::Extension;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -22,11 +24,22 @@ pub(super) fn job_token(h: &HeaderMap) -> Option<&str> {
 pub async fn register(
     State(m): State<AppState>,
     _: RegistrationRate,
+    peer: Option<Extension<Peer>>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<RegisterJob>,
 ) -> Result<(StatusCode, Json<Registered>), HttpError> {
     m.authorize_registration(job_token(&headers))?;
-    Ok((StatusCode::CREATED, Json(m.register_job(req)?)))
+    // The quota's credential: the operator token when registration needs one (never
+    // the secret itself), else the source address; in-process calls have neither.
+    let credential = if m.settings().registration.operator_token.is_some() {
+        Some("the operator token".to_string())
+    } else {
+        peer.map(|Extension(Peer(ip))| format!("source {ip}"))
+    };
+    Ok((
+        StatusCode::CREATED,
+        Json(m.register_job_as(req, credential)?),
+    ))
 }
 
 /// `GET /v1/jobs/{id}`.

@@ -82,6 +82,10 @@ struct Args {
     /// create); 0: unbounded.
     #[arg(long, default_value_t = venn_manager::settings::DEFAULT_MAX_PROFILE_CLASSES, help_heading = "Limits")]
     max_profile_classes: usize,
+    /// Live jobs one registration credential may hold (the operator token, or without
+    /// one the source address); past it, 403 quota_exceeded. 0: no quota.
+    #[arg(long, default_value_t = 64, help_heading = "Limits")]
+    jobs_per_credential: usize,
     /// Seconds a whole request may take (then 408).
     #[arg(long, default_value_t = ServerLimits::default().request_timeout_s, help_heading = "Limits")]
     request_timeout_s: f64,
@@ -153,6 +157,7 @@ async fn main() -> anyhow::Result<()> {
             operator_token: a.operator_token,
             plan_hosts: a.plan_hosts,
             idle_job_s: (a.idle_job_s > 0.0).then_some(a.idle_job_s),
+            max_jobs_per_credential: (a.jobs_per_credential > 0).then_some(a.jobs_per_credential),
         },
         server: ServerLimits {
             max_connections: a.max_connections,

@@ -9,7 +9,19 @@ impl Manager {
     /// otherwise, or the statement's bad field) and the controller decides: an admitted
     /// job is registered, held until its plan's launch, and answered with the plan; a
     /// declined job is not registered and gets a 409 with the reason and the quote.
-    pub fn register_job(&self, mut req: RegisterJob) -> Result<Registered, ServiceError> {
+    pub fn register_job(&self, req: RegisterJob) -> Result<Registered, ServiceError> {
+        self.register_job_as(req, None)
+    }
+
+    /// [`Manager::register_job`] for `credential` (the HTTP layer names the operator
+    /// token or the source address; `None`: no quota), which may hold at most
+    /// [`Registration::max_jobs_per_credential`](crate::settings::Registration) live jobs
+    /// (403 `quota_exceeded` past it).
+    pub fn register_job_as(
+        &self,
+        mut req: RegisterJob,
+        credential: Option<String>,
+    ) -> Result<Registered, ServiceError> {
         let statement = req.statement.take();
         if req.name.trim().is_empty() {
             return Err(ServiceError::field("name", "must not be empty"));
@@ -66,6 +78,16 @@ impl Manager {
         }
         let mut guard = self.lock();
         let g = &mut *guard;
+        if let (Some(c), Some(quota)) = (
+            &credential,
+            self.settings.registration.max_jobs_per_credential,
+        ) && g.credential_jobs.get(c).copied().unwrap_or(0) >= quota
+        {
+            return Err(ServiceError::Quota {
+                credential: c.clone(),
+                quota,
+            });
+        }
         let id = JobId(g.next_job_id);
         g.core.register_job_with_id(id, spec.clone(), now)?;
         let admitted = match (g.admission.as_mut(), &statement) {
@@ -108,8 +130,11 @@ impl Manager {
             next_round: 0,
         };
         let saved = match (&admitted, &statement) {
-            (Some(a), Some(sow)) => g.store.insert_admitted_job(&stored, a, sow),
-            _ => g.store.insert_job(&stored),
+            (Some(a), Some(sow)) => {
+                g.store
+                    .insert_admitted_job(&stored, a, sow, credential.as_deref())
+            }
+            _ => g.store.insert_job(&stored, credential.as_deref()),
         };
         if let Err(e) = saved {
             if let Some(adm) = g.admission.as_mut().filter(|_| admitted.is_some()) {
@@ -128,8 +153,9 @@ impl Manager {
             last: None,
             plan,
             active_at: now.secs(),
+            credential,
         };
-        g.jobs.insert(id.0, meta);
+        g.add_job(id.0, meta);
         g.history().job_registered(id.0, &stored.spec, now.secs());
         match plan {
             Some(p) => tracing::info!(
@@ -239,7 +265,7 @@ impl Inner {
         } else {
             self.core.remove_job(id, now)?;
         }
-        self.jobs.remove(&job);
+        self.forget_job(job);
         self.tasks.retain(|_, t| t.job != id);
         self.history().job_ended(job, state, now.secs());
         tracing::info!(job, finished, "job ended");

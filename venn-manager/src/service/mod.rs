@@ -53,6 +53,8 @@ struct JobMeta {
     /// When the job last called the manager (registered, submitted or closed a round,
     /// or this process restored it): the idle-job reaper's clock.
     active_at: f64,
+    /// The credential it was registered with, for the per-credential quota.
+    credential: Option<String>,
 }
 
 /// An outstanding task (assigned or acknowledged).
@@ -78,6 +80,8 @@ struct Inner {
     /// The check-in counter's value at the last flush: the next minute of supply is the
     /// difference.
     checkins_flushed: u64,
+    /// Live jobs per registration credential.
+    credential_jobs: HashMap<String, usize>,
 }
 
 /// The live resource manager.
@@ -178,6 +182,7 @@ impl Manager {
             admission: None,
             history: history.clone(),
             checkins_flushed: 0,
+            credential_jobs: HashMap::new(),
         };
         let restored = inner.restore(snap, bucket_len, settings.admission, now)?;
         tracing::info!(
@@ -236,6 +241,27 @@ fn lock_history(h: &Mutex<History>) -> MutexGuard<'_, History> {
 impl Inner {
     fn history(&self) -> MutexGuard<'_, History> {
         lock_history(&self.history)
+    }
+
+    /// Records a live job of `meta`'s credential.
+    fn add_job(&mut self, id: u64, meta: JobMeta) {
+        if let Some(c) = &meta.credential {
+            *self.credential_jobs.entry(c.clone()).or_default() += 1;
+        }
+        self.jobs.insert(id, meta);
+    }
+
+    /// Forgets a live job, and its place in its credential's quota.
+    fn forget_job(&mut self, id: u64) {
+        let Some(c) = self.jobs.remove(&id).and_then(|m| m.credential) else {
+            return;
+        };
+        if let Some(n) = self.credential_jobs.get_mut(&c) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.credential_jobs.remove(&c);
+            }
+        }
     }
 
     /// 410 for an evicted job, 404 for any other job that is not live.

@@ -121,7 +121,7 @@ impl Inner {
                 }
                 (_, None) => None,
             };
-            self.jobs.insert(
+            self.add_job(
                 j.id,
                 JobMeta {
                     token: j.token,
@@ -130,6 +130,7 @@ impl Inner {
                     last,
                     plan,
                     active_at: now.secs(),
+                    credential: snap.credentials.remove(&j.id),
                 },
             );
         }

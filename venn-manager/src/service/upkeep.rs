@@ -176,7 +176,7 @@ impl Inner {
         // Gone from the core whatever the store says: the controller already forgot it.
         let stored = self.store.end_job(job.0, JobLifecycle::Evicted, now);
         let _ = self.core.remove_job(job, now);
-        self.jobs.remove(&job.0);
+        self.forget_job(job.0);
         self.tasks.retain(|_, t| t.job != job);
         self.history()
             .job_ended(job.0, JobLifecycle::Evicted, now.secs());

@@ -25,11 +25,21 @@ async fn get(app: &axum::Router, uri: &str) -> (StatusCode, String, String) {
     (status, ct, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
-fn close_body(outcome: &str, metrics: Option<&str>) -> String {
-    match metrics {
+/// Closes (or closes again) round 0 of `job` with `outcome` and, when given, `metrics`
+/// (JSON).
+async fn close(
+    app: &axum::Router,
+    job: u64,
+    token: &str,
+    outcome: &str,
+    metrics: Option<&str>,
+) -> (StatusCode, serde_json::Value) {
+    let body = match metrics {
         Some(m) => format!(r#"{{"outcome":"{outcome}","metrics":{m}}}"#),
         None => format!(r#"{{"outcome":"{outcome}"}}"#),
-    }
+    };
+    let path = format!("/v1/jobs/{job}/rounds/0/close");
+    call(app, "POST", &path, Some(token), Some(&body)).await
 }
 
 #[tokio::test]
@@ -88,18 +98,8 @@ async fn rounds_and_metrics_show_escaped_and_no_token_is_rendered() {
     let (b, b_token) = register(&app, "speech-resnet").await;
     let task = one_task(&app, a, &a_token, 7).await;
     clock.advance(5.0);
-    let path = format!("/v1/jobs/{a}/rounds/0/close");
-    let (s, v) = call(
-        &app,
-        "POST",
-        &path,
-        Some(&a_token),
-        Some(&close_body(
-            "success",
-            Some(r#"{"accuracy":0.42,"loss":1.5,"participants":1}"#),
-        )),
-    )
-    .await;
+    let metrics = r#"{"accuracy":0.42,"loss":1.5,"participants":1}"#;
+    let (s, v) = close(&app, a, &a_token, "success", Some(metrics)).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     // The second job waits for a device.
     let round = r#"{"demand":4,"deadline_s":600,"min_response_fraction":1}"#;
@@ -152,47 +152,18 @@ async fn a_repeated_close_records_metrics_and_bad_metrics_are_422() {
     let (j, token) = register(&app, "a").await;
     one_task(&app, j, &token, 1).await;
     clock.advance(3.0);
-    let path = format!("/v1/jobs/{j}/rounds/0/close");
-    let (s, v) = call(
-        &app,
-        "POST",
-        &path,
-        Some(&token),
-        Some(&close_body("success", Some(r#"{"accuracy":1.5}"#))),
-    )
-    .await;
+    let (s, v) = close(&app, j, &token, "success", Some(r#"{"accuracy":1.5}"#)).await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
     assert!(v.to_string().contains("metrics.accuracy"), "{v}");
-    let (s, v) = call(
-        &app,
-        "POST",
-        &path,
-        Some(&token),
-        Some(&close_body("success", Some(r#"{"loss":-1}"#))),
-    )
-    .await;
+    let (s, v) = close(&app, j, &token, "success", Some(r#"{"loss":-1}"#)).await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
     assert!(v.to_string().contains("metrics.loss"), "{v}");
 
-    let (s, v) = call(
-        &app,
-        "POST",
-        &path,
-        Some(&token),
-        Some(&close_body("success", None)),
-    )
-    .await;
+    let (s, v) = close(&app, j, &token, "success", None).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["state"], "closed");
     // Evaluated afterwards: the same close again, with the metrics.
-    let (s, v) = call(
-        &app,
-        "POST",
-        &path,
-        Some(&token),
-        Some(&close_body("success", Some(r#"{"accuracy":0.3}"#))),
-    )
-    .await;
+    let (s, v) = close(&app, j, &token, "success", Some(r#"{"accuracy":0.3}"#)).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     let (_, status) = call(&app, "GET", "/v1/status", None, None).await;
     assert_eq!(status["jobs"][0]["metrics"]["accuracy"], 0.3, "{status}");
@@ -201,24 +172,10 @@ async fn a_repeated_close_records_metrics_and_bad_metrics_are_422() {
         "a repeated close is not a second round"
     );
     // A close that contradicts the recorded outcome is refused.
-    let (s, v) = call(
-        &app,
-        "POST",
-        &path,
-        Some(&token),
-        Some(&close_body("abort", None)),
-    )
-    .await;
+    let (s, v) = close(&app, j, &token, "abort", None).await;
     assert!(s.is_client_error(), "{s} {v}");
     // Someone else's token records nothing.
-    let (s, _) = call(
-        &app,
-        "POST",
-        &path,
-        Some("x"),
-        Some(&close_body("success", Some(r#"{"accuracy":0.9}"#))),
-    )
-    .await;
+    let (s, _) = close(&app, j, "x", "success", Some(r#"{"accuracy":0.9}"#)).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
 }
 
@@ -229,15 +186,7 @@ async fn the_record_survives_a_restart() {
     let (j, token) = register(&app, "femnist-mobilenet").await;
     one_task(&app, j, &token, 1).await;
     clock.advance(4.0);
-    let path = format!("/v1/jobs/{j}/rounds/0/close");
-    let (s, _) = call(
-        &app,
-        "POST",
-        &path,
-        Some(&token),
-        Some(&close_body("success", Some(r#"{"accuracy":0.61}"#))),
-    )
-    .await;
+    let (s, _) = close(&app, j, &token, "success", Some(r#"{"accuracy":0.61}"#)).await;
     assert_eq!(s, StatusCode::OK);
     let (s, _) = call(
         &app,

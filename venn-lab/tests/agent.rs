@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use datasets::{Femnist, IMAGE_PIXELS, SampleView, Writer};
-use device_agent::agent::{Agent, AgentConfig, AgentStats, TaskCache, emulated_duration};
+use device_agent::agent::{Agent, AgentConfig, AgentStats, Shard, TaskCache, emulated_duration};
 use device_agent::availability::{Availability, DeviceState, Session, SessionOptions, Timeline};
 use device_agent::population;
 use fl_job::task::{FlTask, LocalUpdate, Registry};
@@ -311,6 +311,79 @@ fn tasks_are_built_once_per_name_and_params() {
 
 // ---------------------------------------------------------------------------------------
 // Offline devices, against a stub manager that records who checks in when
+
+#[derive(Clone, Default)]
+struct ProfileRecorder {
+    seen: Arc<Mutex<HashSet<(u64, String)>>>,
+}
+
+async fn record_profile(
+    State(r): State<ProfileRecorder>,
+    Json(c): Json<CheckIn>,
+) -> Json<CheckInReply> {
+    let profile = serde_json::to_string(&c.profile).unwrap();
+    r.seen.lock().unwrap().insert((c.device_id, profile));
+    Json(CheckInReply::Retry {
+        retry_after_s: 0.05,
+    })
+}
+
+/// Runs `cfg` with `shard` for `ms` against a stub that records who checked in with
+/// which profile.
+async fn checked_in(mut cfg: AgentConfig, shard: Shard, ms: u64) -> HashSet<(u64, String)> {
+    let rec = ProfileRecorder::default();
+    let app = Router::new()
+        .route(venn_api::paths::CHECK_IN, post(record_profile))
+        .with_state(rec.clone());
+    let (url, _stop) = serve_router(app).await;
+    cfg.manager = url;
+    cfg.shard = shard;
+    let agent = Agent::new(cfg, registry()).unwrap();
+    agent
+        .run(tokio::time::sleep(Duration::from_millis(ms)))
+        .await;
+    rec.seen.lock().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_together_check_in_exactly_the_whole_population() {
+    // 40 devices from the trace tables; every third one never online.
+    let n = 40;
+    let sessions = (0..n)
+        .map(|i| {
+            if i % 3 == 1 {
+                vec![]
+            } else {
+                vec![Session {
+                    start: 0.0,
+                    end: 1e9,
+                }]
+            }
+        })
+        .collect();
+    let mut cfg = AgentConfig::new(
+        String::new(),
+        population::from_traces(&venn_traces::locate_traces(None).unwrap().path, n).unwrap(),
+        tiny_data(),
+    );
+    cfg.availability = Arc::new(Availability::from_sessions(sessions).unwrap());
+    cfg.first_device_id = 500;
+    cfg.start_jitter = Duration::from_millis(100);
+    let whole = checked_in(cfg.clone(), Shard::WHOLE, 800).await;
+    let expected = (0..n).filter(|i| i % 3 != 1).count();
+    assert_eq!(whole.len(), expected, "one profile per online device");
+    let mut union = HashSet::new();
+    for k in 0..3 {
+        let part = checked_in(cfg.clone(), Shard::new(k, 3).unwrap(), 800).await;
+        assert!(
+            part.iter().all(|(id, _)| (id - 500) % 3 == k as u64),
+            "shard {k}/3 ran only its own devices"
+        );
+        assert!(union.is_disjoint(&part));
+        union.extend(part);
+    }
+    assert_eq!(union, whole, "the same devices with the same profiles");
+}
 
 #[derive(Clone, Default)]
 struct Recorder {

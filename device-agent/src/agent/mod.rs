@@ -26,8 +26,10 @@
 //! Entry points: [`run_population`], or [`Agent`] to watch [`LiveStats`] while it runs.
 
 mod device;
+mod shard;
 mod tasks;
 
+pub use shard::Shard;
 pub use tasks::TaskCache;
 
 use crate::availability::{Availability, AvailabilityError, Timeline};
@@ -93,6 +95,9 @@ pub struct AgentConfig {
     pub start_jitter: Duration,
     /// Limit of one HTTP request to the manager or a job.
     pub http_timeout: Duration,
+    /// Which slice of the population this agent emulates (the whole by default): the
+    /// devices keep their whole-population ids, profiles and availability.
+    pub shard: Shard,
 }
 
 impl AgentConfig {
@@ -118,6 +123,7 @@ impl AgentConfig {
             seed: 0,
             start_jitter: Duration::from_secs(1),
             http_timeout: Duration::from_secs(60),
+            shard: Shard::WHOLE,
         }
     }
 
@@ -296,6 +302,7 @@ impl Agent {
             cfg.workers
         };
         let n = cfg.profiles.len();
+        let shard = cfg.shard;
         let timeline =
             Timeline::starting_now(cfg.start_s, cfg.compress).expect("validated in Agent::new");
         let shared = Arc::new(Shared {
@@ -316,14 +323,16 @@ impl Agent {
             stats: self.stats.clone(),
         });
         tracing::info!(
-            devices = n,
+            devices = shard.devices(n).count(),
+            population = n,
+            %shard,
             workers,
             compress = cfg.compress,
             "starting devices"
         );
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut set = JoinSet::new();
-        for i in 0..n {
+        for i in shard.devices(n) {
             let sh = shared.clone();
             let mut stop = stop_rx.clone();
             let device = async move {
@@ -332,7 +341,7 @@ impl Agent {
                     _ = stop.wait_for(|s| *s) => {}
                 }
             };
-            if i == 0 {
+            if i == shard.index {
                 // What one idle device costs, besides the task header.
                 tracing::debug!(bytes = std::mem::size_of_val(&device), "device future size");
             }

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Parser};
-use device_agent::agent::{Agent, AgentConfig, load_femnist};
+use device_agent::agent::{Agent, AgentConfig, Shard, load_femnist};
 use device_agent::availability::{Availability, SessionOptions};
 use device_agent::population;
 use fl_job::task::Registry;
@@ -32,6 +32,12 @@ struct Args {
     /// Manager id of the first device (use disjoint ranges for several agents).
     #[arg(long, default_value_t = 0)]
     first_id: u64,
+    /// Emulate only the K-th of N disjoint slices of the --devices population (devices
+    /// whose index is K modulo N), each with the id, profile, availability and seed it
+    /// has in the whole population: N agents with 0/N … N−1/N, on any hosts, run the
+    /// same population as one agent.
+    #[arg(long, default_value = "0/1", value_name = "K/N")]
+    shard: Shard,
     /// Availability trace: Venn CSV (`[index,]ID,start,end`, seconds) or FedScale JSON.
     #[arg(long, value_name = "CSV")]
     trace: Option<PathBuf>,
@@ -120,6 +126,7 @@ async fn main() -> Result<()> {
 
     let mut cfg = AgentConfig::new(args.manager.clone(), profiles, data);
     cfg.first_device_id = args.first_id;
+    cfg.shard = args.shard;
     cfg.availability = Arc::new(avail);
     cfg.start_s = args.start_at;
     cfg.compress = args.compress;

@@ -124,6 +124,7 @@ pub async fn run_experiment(
             csv: Some(fresh_job_csv(out, &lj.job.name)),
             t0,
             operator_token: None,
+            advertise: None,
         };
         let (job, arrival) = (lj.job.clone(), lj.arrival_s);
         jobs.spawn(async move {

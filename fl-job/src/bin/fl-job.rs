@@ -91,42 +91,53 @@ enum Cmd {
     },
     /// Run one FL job against a venn-manager: register, submit rounds, serve the plan and
     /// weights to assigned devices, aggregate, evaluate, append a CSV row per round.
-    Run {
-        /// Job config (TOML: name, task, params, requirement, rounds, target_participants,
-        /// overcommit, deadline_s, min_response_fraction, target_accuracy, seed).
-        config: PathBuf,
-        /// The task to run, overriding the config's `task` (see the registry's names).
-        #[arg(long)]
-        task: Option<String>,
-        /// Manager base URL.
-        #[arg(long, default_value = "http://127.0.0.1:7070")]
-        manager: String,
-        /// Address the job's device-facing server listens on.
-        #[arg(long, default_value = "127.0.0.1:0")]
-        listen: std::net::SocketAddr,
-        /// The manager's operator token, if it was started with one (it then refuses
-        /// registrations without it).
-        #[arg(long, env = "VENN_OPERATOR_TOKEN", hide_env_values = true)]
-        operator_token: Option<String>,
-        /// Per-round CSV.
-        #[arg(long, default_value = "results/job.csv")]
-        csv: PathBuf,
-        /// FEMNIST directory (held-out test data for evaluation). Default: as for
-        /// `centralized`.
-        #[arg(long)]
-        data: Option<PathBuf>,
-    },
+    Run(RunArgs),
 }
 
-fn run_live(
+/// `fl-job run`'s arguments.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Job config (TOML: name, task, params, requirement, rounds, target_participants,
+    /// overcommit, deadline_s, min_response_fraction, target_accuracy, seed).
     config: PathBuf,
+    /// The task to run, overriding the config's `task` (see the registry's names).
+    #[arg(long)]
     task: Option<String>,
+    /// Manager base URL.
+    #[arg(long, default_value = "http://127.0.0.1:7070")]
     manager: String,
+    /// Address the job's device-facing server listens on.
+    #[arg(long, default_value = "127.0.0.1:0")]
     listen: std::net::SocketAddr,
+    /// The URL devices reach this job at, registered as its plan_url (default:
+    /// http:// + the --listen address). Needed when listening on 0.0.0.0 or behind a
+    /// port mapping; the manager must allow its host (venn-manager --plan-host).
+    #[arg(long, value_name = "URL")]
+    advertise: Option<String>,
+    /// The manager's operator token, if it was started with one (it then refuses
+    /// registrations without it).
+    #[arg(long, env = "VENN_OPERATOR_TOKEN", hide_env_values = true)]
     operator_token: Option<String>,
+    /// Per-round CSV.
+    #[arg(long, default_value = "results/job.csv")]
     csv: PathBuf,
+    /// FEMNIST directory (held-out test data for evaluation). Default: as for
+    /// `centralized`.
+    #[arg(long)]
     data: Option<PathBuf>,
-) -> anyhow::Result<()> {
+}
+
+fn run_live(a: RunArgs) -> anyhow::Result<()> {
+    let RunArgs {
+        config,
+        task,
+        manager,
+        listen,
+        advertise,
+        operator_token,
+        csv,
+        data,
+    } = a;
     let text = std::fs::read_to_string(&config)
         .with_context(|| format!("reading {}", config.display()))?;
     let mut cfg: fl_job::runner::JobConfig =
@@ -150,6 +161,7 @@ fn run_live(
         csv: Some(csv.clone()),
         t0: std::time::Instant::now(),
         operator_token,
+        advertise,
     };
     let report = rt.block_on(fl_job::runner::run_job(cfg, t, test, opts))?;
     println!("{}", serde_json::to_string_pretty(&report)?);
@@ -165,17 +177,8 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    if let Cmd::Run {
-        config,
-        task,
-        manager,
-        listen,
-        operator_token,
-        csv,
-        data,
-    } = cli.cmd
-    {
-        return run_live(config, task, manager, listen, operator_token, csv, data);
+    if let Cmd::Run(a) = cli.cmd {
+        return run_live(a);
     }
     let device = cli.backend.device();
     match cli.cmd {
@@ -308,7 +311,7 @@ fn main() -> anyhow::Result<()> {
             )?;
             println!("{summary}");
         }
-        Cmd::Run { .. } => unreachable!("live jobs return above"),
+        Cmd::Run(_) => unreachable!("live jobs return above"),
     }
     Ok(())
 }

@@ -38,6 +38,28 @@ pub struct RunOptions {
     pub t0: Instant,
     /// The manager's operator token, when it requires one to register jobs.
     pub operator_token: Option<String>,
+    /// The base URL devices reach the job's server at (its `plan_url`), when not
+    /// `http://` + the bound address: another host's name or address, a port mapping. A
+    /// job bound to an unspecified address (`0.0.0.0`, `[::]`) needs one.
+    pub advertise: Option<String>,
+}
+
+/// The `plan_url` a job bound at `addr` registers: `advertise`, or the bound address.
+pub fn plan_url(addr: SocketAddr, advertise: Option<&str>) -> Result<String, FlError> {
+    match advertise {
+        Some(a) if a.starts_with("http://") || a.starts_with("https://") => {
+            Ok(a.trim_end_matches('/').to_string())
+        }
+        Some(a) => Err(FlError::Config(format!(
+            "advertised URL {a:?} must start with http:// or https://"
+        ))),
+        None if addr.ip().is_unspecified() => Err(FlError::Config(format!(
+            "the job listens on {addr}, which devices cannot dial: pass the URL they reach \
+             it at (fl-job run --advertise http://HOST:{})",
+            addr.port()
+        ))),
+        None => Ok(format!("http://{addr}")),
+    }
 }
 
 fn epoch_now() -> f64 {
@@ -87,7 +109,7 @@ pub async fn run_job(
         requirement: cfg.requirement.clone(),
         rounds: cfg.rounds,
         model_size_bytes: model_bytes as u64,
-        plan_url: format!("http://{addr}"),
+        plan_url: plan_url(addr, opts.advertise.as_deref())?,
         task_cost: Some(TaskCost::default()),
         statement: cfg.statement.clone(),
     };
@@ -345,5 +367,24 @@ async fn wait_for_launch(name: &str, plan: &venn_core::admission::AdmissionPlan)
     );
     if wait > 0.0 {
         tokio::time::sleep(std::time::Duration::from_secs_f64(wait)).await;
+    }
+}
+
+#[cfg(test)]
+mod plan_url_tests {
+    use super::plan_url;
+
+    #[test]
+    fn the_plan_url_is_the_advertised_one_or_a_dialable_bound_address() {
+        let bound = "127.0.0.1:9100".parse().unwrap();
+        assert_eq!(plan_url(bound, None).unwrap(), "http://127.0.0.1:9100");
+        let any = "0.0.0.0:9100".parse().unwrap();
+        let e = plan_url(any, None).unwrap_err().to_string();
+        assert!(e.contains("--advertise"), "{e}");
+        assert_eq!(
+            plan_url(any, Some("http://jobs.lab:9100/")).unwrap(),
+            "http://jobs.lab:9100"
+        );
+        assert!(plan_url(any, Some("jobs.lab:9100")).is_err());
     }
 }

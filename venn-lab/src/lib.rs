@@ -24,10 +24,12 @@
 //!   training pool.
 //! - [`compare`]: several policies' results side by side (table, CSV, a plot per job).
 //! - [`attack`]: hostile clients against a `venn-manager` process (`venn-lab attack`).
+//! - [`k8s`]: an experiment as Kubernetes objects (`venn-lab k8s`).
 
 pub mod attack;
 pub mod compare;
 pub mod config;
+pub mod k8s;
 pub mod load;
 pub mod manager;
 pub mod results;

@@ -98,6 +98,35 @@ enum Command {
         #[arg(long, default_value = "venn")]
         policy: String,
     },
+    /// Render an experiment as Kubernetes objects (one JSON List for `kubectl apply -f`):
+    /// the manager as a StatefulSet with a volume for its SQLite file and a Service, the
+    /// devices as a StatefulSet whose pod K runs shard K/N, each FL job as a Job with its
+    /// Service, the job configs as a ConfigMap. Build the image from the Containerfile.
+    K8s {
+        /// Experiment config (TOML), e.g. scripts/experiments/paper.toml.
+        config: PathBuf,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Container image with venn-manager, device-agent, fl-job and venn-lab.
+        #[arg(long, default_value = "venn-testbed:latest")]
+        image: String,
+        /// Device-agent pods, each emulating one shard of the population.
+        #[arg(long, default_value_t = 4)]
+        shards: usize,
+        /// CPU request of each device shard (its devices train there).
+        #[arg(long, default_value = "2")]
+        shard_cpu: String,
+        /// Memory request of each device shard.
+        #[arg(long, default_value = "2Gi")]
+        shard_memory: String,
+        /// CPU request of each FL job.
+        #[arg(long, default_value = "1")]
+        job_cpu: String,
+        /// Memory request of each FL job.
+        #[arg(long, default_value = "1Gi")]
+        job_memory: String,
+    },
     /// Hostile clients against a real venn-manager process on loopback: floods of invented
     /// profiles and long tags, oversized fields, registration squatting, slow headers and
     /// idle connections, each bounded, while an honest device checks in from another
@@ -251,6 +280,36 @@ async fn main() -> anyhow::Result<()> {
             if results.len() > 1 {
                 print!("{}", lab::compare::write_comparison(&out, &results)?);
                 println!("comparison in {}", out.display());
+            }
+        }
+        Command::K8s {
+            config,
+            out,
+            image,
+            shards,
+            shard_cpu,
+            shard_memory,
+            job_cpu,
+            job_memory,
+        } => {
+            let cfg = LabConfig::load(&config)?;
+            let opts = lab::k8s::K8sOptions {
+                image,
+                shards,
+                shard_cpu,
+                shard_memory,
+                job_cpu,
+                job_memory,
+                ..lab::k8s::K8sOptions::default()
+            };
+            let doc = lab::k8s::list(lab::k8s::render(&cfg, &opts)?);
+            let text = serde_json::to_string_pretty(&doc)?;
+            match out {
+                Some(p) => {
+                    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+                    eprintln!("wrote {} (kubectl apply -f {})", p.display(), p.display());
+                }
+                None => println!("{text}"),
             }
         }
         Command::Attack {

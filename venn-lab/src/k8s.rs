@@ -1,0 +1,352 @@
+//! `venn-lab k8s`: an experiment as Kubernetes objects, built from the typed API structs
+//! of `k8s-openapi` (valid by construction) and written as one `v1` `List` in JSON, which
+//! `kubectl apply -f` takes as it is.
+//!
+//! What runs where:
+//! - the manager: a StatefulSet of one with a volume for its SQLite file (so a restarted
+//!   pod resumes every job and round) and a Service `venn-manager`;
+//! - the devices: a StatefulSet of `shards` pods, pod ordinal K running
+//!   `device-agent --shard K/N` over the whole population (the same devices as one
+//!   process would emulate);
+//! - each FL job: a Job whose pod waits for the job's arrival time and runs `fl-job run`
+//!   on its config (from the ConfigMap `venn-jobs`), with a Service of its own that its
+//!   devices reach it by (`--advertise`, and the manager's `--plan-host`).
+//!
+//! Results: each job's pod writes its per-round CSV to `/results` (collect with
+//! `kubectl cp`), and every round's accuracy reaches the manager (its status page and
+//! `/v1/status`, reachable with `kubectl port-forward svc/venn-manager 7070`).
+
+use crate::config::{AvailabilitySource, LabConfig};
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
+    HTTPGetAction, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec, PodTemplateSpec,
+    Probe, ResourceRequirements, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// Where and how big.
+#[derive(Clone, Debug)]
+pub struct K8sOptions {
+    /// The image with the four binaries (see the repository's `Containerfile`).
+    pub image: String,
+    /// Device-agent pods (shards of the population).
+    pub shards: usize,
+    /// CPU request of each device shard (training runs there), e.g. `2`.
+    pub shard_cpu: String,
+    /// Memory request of each device shard, e.g. `2Gi`.
+    pub shard_memory: String,
+    /// CPU request of each FL job.
+    pub job_cpu: String,
+    /// Memory request of each FL job.
+    pub job_memory: String,
+    /// Size of the manager's volume.
+    pub manager_storage: String,
+}
+
+impl Default for K8sOptions {
+    fn default() -> Self {
+        K8sOptions {
+            image: "venn-testbed:latest".into(),
+            shards: 4,
+            shard_cpu: "2".into(),
+            shard_memory: "2Gi".into(),
+            job_cpu: "1".into(),
+            job_memory: "1Gi".into(),
+            manager_storage: "1Gi".into(),
+        }
+    }
+}
+
+/// The manager's port.
+pub const MANAGER_PORT: i32 = 7070;
+/// Each job's device-facing port.
+pub const JOB_PORT: i32 = 7100;
+
+/// A DNS-1123 label from `name`: lowercase letters, digits and `-`, at most 63.
+pub fn dns_label(name: &str) -> String {
+    let mut s: String = name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    s.truncate(63);
+    let s = s.trim_matches('-').to_string();
+    if s.is_empty() { "x".into() } else { s }
+}
+
+fn labels(experiment: &str, component: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("app.kubernetes.io/name".into(), "venn".into()),
+        ("app.kubernetes.io/component".into(), component.into()),
+        ("venn.dev/experiment".into(), dns_label(experiment)),
+    ])
+}
+
+fn meta(name: &str, labels: &BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        labels: Some(labels.clone()),
+        ..ObjectMeta::default()
+    }
+}
+
+fn requests(cpu: &str, memory: &str) -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".into(), Quantity(cpu.into())),
+            ("memory".into(), Quantity(memory.into())),
+        ])),
+        ..ResourceRequirements::default()
+    }
+}
+
+fn service(name: &str, labels: &BTreeMap<String, String>, port: i32) -> Service {
+    Service {
+        metadata: meta(name, labels),
+        spec: Some(ServiceSpec {
+            selector: Some(labels.clone()),
+            ports: Some(vec![ServicePort {
+                port,
+                target_port: Some(IntOrString::Int(port)),
+                name: Some("http".into()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+/// The experiment's objects, in apply order.
+pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
+    anyhow::ensure!(o.shards >= 1, "at least one device shard");
+    let manager_url = format!("http://venn-manager:{MANAGER_PORT}");
+    let mut items = Vec::new();
+
+    // Job configs, one TOML per job.
+    let jobs: Vec<(String, &crate::config::LabJob)> = cfg
+        .jobs
+        .iter()
+        .map(|j| (format!("job-{}", dns_label(&j.job.name)), j))
+        .collect();
+    let mut data = BTreeMap::new();
+    for (svc, j) in &jobs {
+        data.insert(format!("{svc}.toml"), toml::to_string(&j.job)?);
+    }
+    let cm_labels = labels(&cfg.name, "jobs");
+    items.push(serde_json::to_value(ConfigMap {
+        metadata: meta("venn-jobs", &cm_labels),
+        data: Some(data),
+        ..ConfigMap::default()
+    })?);
+
+    // The manager.
+    let m_labels = labels(&cfg.name, "manager");
+    let mut args = vec![
+        "--listen".to_string(),
+        format!("0.0.0.0:{MANAGER_PORT}"),
+        "--db".into(),
+        "/data/manager.db".into(),
+        "--policy".into(),
+        cfg.policy.name().to_string(),
+        "--seed".into(),
+        cfg.seed.to_string(),
+    ];
+    for (svc, _) in &jobs {
+        args.extend(["--plan-host".to_string(), svc.clone()]);
+    }
+    let manager = Container {
+        name: "manager".into(),
+        image: Some(o.image.clone()),
+        command: Some(vec!["venn-manager".into()]),
+        args: Some(args),
+        ports: Some(vec![ContainerPort {
+            container_port: MANAGER_PORT,
+            name: Some("http".into()),
+            ..ContainerPort::default()
+        }]),
+        volume_mounts: Some(vec![VolumeMount {
+            name: "data".into(),
+            mount_path: "/data".into(),
+            ..VolumeMount::default()
+        }]),
+        readiness_probe: Some(Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some("/healthz".into()),
+                port: IntOrString::Int(MANAGER_PORT),
+                ..HTTPGetAction::default()
+            }),
+            ..Probe::default()
+        }),
+        resources: Some(requests("1", "512Mi")),
+        ..Container::default()
+    };
+    items.push(serde_json::to_value(StatefulSet {
+        metadata: meta("venn-manager", &m_labels),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(1),
+            service_name: Some("venn-manager".into()),
+            selector: LabelSelector {
+                match_labels: Some(m_labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(meta("venn-manager", &m_labels)),
+                spec: Some(PodSpec {
+                    containers: vec![manager],
+                    ..PodSpec::default()
+                }),
+            },
+            volume_claim_templates: Some(vec![PersistentVolumeClaim {
+                metadata: meta("data", &m_labels),
+                spec: Some(PersistentVolumeClaimSpec {
+                    access_modes: Some(vec!["ReadWriteOnce".into()]),
+                    resources: Some(VolumeResourceRequirements {
+                        requests: Some(BTreeMap::from([(
+                            "storage".into(),
+                            Quantity(o.manager_storage.clone()),
+                        )])),
+                        ..VolumeResourceRequirements::default()
+                    }),
+                    ..PersistentVolumeClaimSpec::default()
+                }),
+                ..PersistentVolumeClaim::default()
+            }]),
+            ..StatefulSetSpec::default()
+        }),
+        ..StatefulSet::default()
+    })?);
+    items.push(serde_json::to_value(service(
+        "venn-manager",
+        &m_labels,
+        MANAGER_PORT,
+    ))?);
+
+    // The devices: pod ordinal K is shard K of N.
+    let d = &cfg.devices;
+    let availability = match &d.availability {
+        AvailabilitySource::Always => String::new(),
+        AvailabilitySource::Synthetic => " --synthetic".into(),
+        AvailabilitySource::Trace(p) => format!(" --trace {}", p.display()),
+    };
+    let agent = format!(
+        "exec device-agent --manager {manager_url} --devices {} --shard ${{HOSTNAME##*-}}/{}{availability} \
+         --compress {} --start-at {} --workers {} --writers-per-device {} --drop-fraction {} --seed {} --quiet",
+        d.count,
+        o.shards,
+        d.compress,
+        d.start_s,
+        d.workers,
+        d.writers_per_device,
+        d.drop_fraction,
+        cfg.seed
+    );
+    let dev_labels = labels(&cfg.name, "devices");
+    items.push(serde_json::to_value(StatefulSet {
+        metadata: meta("venn-devices", &dev_labels),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(o.shards as i32),
+            service_name: Some("venn-devices".into()),
+            pod_management_policy: Some("Parallel".into()),
+            selector: LabelSelector {
+                match_labels: Some(dev_labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(meta("venn-devices", &dev_labels)),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "devices".into(),
+                        image: Some(o.image.clone()),
+                        command: Some(vec!["sh".into(), "-c".into(), agent]),
+                        resources: Some(requests(&o.shard_cpu, &o.shard_memory)),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..StatefulSetSpec::default()
+        }),
+        ..StatefulSet::default()
+    })?);
+
+    // The jobs, each with the Service its devices reach it by.
+    for (svc, j) in &jobs {
+        let mut l = labels(&cfg.name, "job");
+        l.insert("venn.dev/job".into(), svc.clone());
+        let run = format!(
+            "sleep {arrival} && exec fl-job run /config/{svc}.toml --manager {manager_url} \
+             --listen 0.0.0.0:{JOB_PORT} --advertise http://{svc}:{JOB_PORT} --csv /results/{svc}.csv",
+            arrival = j.arrival_s.max(0.0).round() as u64,
+        );
+        items.push(serde_json::to_value(Job {
+            metadata: meta(svc, &l),
+            spec: Some(JobSpec {
+                backoff_limit: Some(0),
+                template: PodTemplateSpec {
+                    metadata: Some(meta(svc, &l)),
+                    spec: Some(PodSpec {
+                        restart_policy: Some("Never".into()),
+                        containers: vec![Container {
+                            name: "job".into(),
+                            image: Some(o.image.clone()),
+                            command: Some(vec!["sh".into(), "-c".into(), run]),
+                            ports: Some(vec![ContainerPort {
+                                container_port: JOB_PORT,
+                                name: Some("http".into()),
+                                ..ContainerPort::default()
+                            }]),
+                            volume_mounts: Some(vec![
+                                VolumeMount {
+                                    name: "config".into(),
+                                    mount_path: "/config".into(),
+                                    read_only: Some(true),
+                                    ..VolumeMount::default()
+                                },
+                                VolumeMount {
+                                    name: "results".into(),
+                                    mount_path: "/results".into(),
+                                    ..VolumeMount::default()
+                                },
+                            ]),
+                            resources: Some(requests(&o.job_cpu, &o.job_memory)),
+                            ..Container::default()
+                        }],
+                        volumes: Some(vec![
+                            Volume {
+                                name: "config".into(),
+                                config_map: Some(ConfigMapVolumeSource {
+                                    name: "venn-jobs".into(),
+                                    ..ConfigMapVolumeSource::default()
+                                }),
+                                ..Volume::default()
+                            },
+                            Volume {
+                                name: "results".into(),
+                                empty_dir: Some(EmptyDirVolumeSource::default()),
+                                ..Volume::default()
+                            },
+                        ]),
+                        ..PodSpec::default()
+                    }),
+                },
+                ..JobSpec::default()
+            }),
+            ..Job::default()
+        })?);
+        items.push(serde_json::to_value(service(svc, &l, JOB_PORT))?);
+    }
+    Ok(items)
+}
+
+/// The objects as one `kubectl apply -f` document.
+pub fn list(items: Vec<Value>) -> Value {
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
+}

@@ -1,0 +1,135 @@
+//! `venn-lab k8s` on the paper-scale experiment: the rendered objects' kinds, names,
+//! labels, shard count, the manager's volume, the jobs' configs and addresses.
+
+use serde_json::Value;
+use std::path::Path;
+use venn_lab::LabConfig;
+use venn_lab::k8s::{K8sOptions, dns_label, list, render};
+
+fn paper() -> (LabConfig, Vec<Value>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments/paper.toml");
+    let cfg = LabConfig::load(&path).unwrap();
+    let opts = K8sOptions {
+        shards: 6,
+        ..K8sOptions::default()
+    };
+    let items = render(&cfg, &opts).unwrap();
+    (cfg, items)
+}
+
+fn of<'a>(items: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    items.iter().filter(|i| i["kind"] == kind).collect()
+}
+
+fn named<'a>(items: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    of(items, kind)
+        .into_iter()
+        .find(|i| i["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+#[test]
+fn paper_renders_a_manager_sharded_devices_and_a_job_per_config_entry() {
+    let (cfg, items) = paper();
+    let n = cfg.jobs.len();
+    assert_eq!(n, 20);
+    assert_eq!(of(&items, "ConfigMap").len(), 1);
+    assert_eq!(of(&items, "StatefulSet").len(), 2);
+    assert_eq!(of(&items, "Job").len(), n);
+    assert_eq!(of(&items, "Service").len(), n + 1);
+    for i in &items {
+        let name = i["metadata"]["name"].as_str().unwrap();
+        assert_eq!(dns_label(name), name, "a DNS-1123 name");
+        assert_eq!(i["metadata"]["labels"]["app.kubernetes.io/name"], "venn");
+        assert_eq!(i["metadata"]["labels"]["venn.dev/experiment"], "paper");
+        assert!(i["apiVersion"].is_string(), "{i}");
+    }
+
+    // The manager: one replica, its SQLite file on a claimed volume, every job's host
+    // allowed as a plan host, a Service on its port.
+    let m = named(&items, "StatefulSet", "venn-manager");
+    assert_eq!(m["apiVersion"], "apps/v1");
+    assert_eq!(m["spec"]["replicas"], 1);
+    let c = &m["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(args.windows(2).any(|w| w == ["--db", "/data/manager.db"]));
+    assert!(args.windows(2).any(|w| w == ["--policy", "venn"]));
+    assert_eq!(args.iter().filter(|a| **a == "--plan-host").count(), n);
+    assert_eq!(c["volumeMounts"][0]["mountPath"], "/data");
+    let claim = &m["spec"]["volumeClaimTemplates"][0];
+    assert_eq!(claim["metadata"]["name"], c["volumeMounts"][0]["name"]);
+    assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "1Gi");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/healthz");
+    let svc = named(&items, "Service", "venn-manager");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 7070);
+    assert_eq!(
+        svc["spec"]["selector"],
+        m["spec"]["selector"]["matchLabels"]
+    );
+
+    // The devices: six pods, pod K runs shard K/6 of the whole population.
+    let d = named(&items, "StatefulSet", "venn-devices");
+    assert_eq!(d["spec"]["replicas"], 6);
+    assert_eq!(d["spec"]["podManagementPolicy"], "Parallel");
+    let dc = &d["spec"]["template"]["spec"]["containers"][0];
+    let cmd = dc["command"][2].as_str().unwrap();
+    for want in [
+        "--shard ${HOSTNAME##*-}/6",
+        "--devices 1000",
+        "--synthetic",
+        "--compress 60",
+        "--manager http://venn-manager:7070",
+        "--seed 1",
+    ] {
+        assert!(cmd.contains(want), "{want} in {cmd}");
+    }
+    assert_eq!(dc["resources"]["requests"]["cpu"], "2");
+    assert_eq!(dc["resources"]["requests"]["memory"], "2Gi");
+
+    // The jobs: a config each (which fl-job parses back), started at its arrival, found by
+    // devices at its own Service.
+    let cm = &of(&items, "ConfigMap")[0]["data"];
+    for lj in &cfg.jobs {
+        let svc = format!("job-{}", dns_label(&lj.job.name));
+        let back: fl_job::runner::JobConfig =
+            toml::from_str(cm[format!("{svc}.toml")].as_str().unwrap()).unwrap();
+        assert_eq!(back.name, lj.job.name);
+        assert_eq!(back.rounds, lj.job.rounds);
+        let job = named(&items, "Job", &svc);
+        assert_eq!(job["apiVersion"], "batch/v1");
+        let pod = &job["spec"]["template"]["spec"];
+        assert_eq!(pod["restartPolicy"], "Never");
+        let run = pod["containers"][0]["command"][2].as_str().unwrap();
+        assert!(
+            run.starts_with(&format!("sleep {} && ", lj.arrival_s.round() as u64)),
+            "{run}"
+        );
+        assert!(
+            run.contains(&format!("--advertise http://{svc}:7100")),
+            "{run}"
+        );
+        assert!(run.contains(&format!("/config/{svc}.toml")));
+        assert!(args.contains(&svc.as_str()), "the manager allows {svc}");
+        let s = named(&items, "Service", &svc);
+        assert_eq!(s["spec"]["selector"]["venn.dev/job"], svc.as_str());
+        assert_eq!(
+            job["spec"]["template"]["metadata"]["labels"]["venn.dev/job"],
+            svc.as_str()
+        );
+    }
+    let doc = list(items);
+    assert_eq!(doc["kind"], "List");
+    assert_eq!(doc["items"].as_array().unwrap().len(), 2 * n + 4);
+}
+
+#[test]
+fn names_become_dns_labels() {
+    assert_eq!(dns_label("Job_07 ResNet!"), "job-07-resnet");
+    assert_eq!(dns_label(&"a".repeat(80)).len(), 63);
+    assert_eq!(dns_label("__"), "x");
+}

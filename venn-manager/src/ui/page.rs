@@ -3,7 +3,7 @@
 //! value, so a job named `<script>` prints as text; no token is ever part of the data.
 
 use super::chart::{LineChart, PALETTE, Series};
-use super::view::{JobView, PageData};
+use super::view::{JobPhase, JobView, PageData};
 use maud::{DOCTYPE, Markup, html};
 use venn_core::RoundOutcome;
 
@@ -42,10 +42,11 @@ pub fn document(d: &PageData) -> Markup {
 /// The part that refreshes.
 pub fn live(d: &PageData) -> Markup {
     let running = d.jobs.iter().filter(|j| j.group.is_some()).count();
+    let ended = d.jobs.iter().filter(|j| j.state.ended()).count();
     let waiting = d
         .jobs
         .iter()
-        .filter(|j| j.state == "waiting for devices")
+        .filter(|j| j.state == JobPhase::Waiting)
         .count();
     let last_hour: u64 = d
         .supply
@@ -58,7 +59,7 @@ pub fn live(d: &PageData) -> Markup {
         section class="summary" {
             div { b { (running) } span { "live jobs" } }
             div { b { (waiting) } span { "waiting for devices" } }
-            div { b { (d.jobs.len() - running) } span { "ended" } }
+            div { b { (ended) } span { "ended" } }
             div { b { (last_hour) } span { "check-ins, last hour" } }
         }
         section id="jobs" {
@@ -186,7 +187,7 @@ fn jobs_table(d: &PageData) -> Markup {
                 @for j in &d.jobs {
                     tr class=(state_class(j)) {
                         td { span class="swatch" style=(format!("background:{}", colour_of(d, j.id))) {} (j.name) " " span class="dim" { "#" (j.id) } }
-                        td { (j.state) }
+                        td { (j.state.label()) }
                         td { @match j.group { Some(g) => (g), None => span class="dim" { "—" } } }
                         td class="num" {
                             (j.rounds_done) @if let Some(n) = j.rounds { " / " (n) }
@@ -335,9 +336,9 @@ fn colour_of(d: &PageData, id: u64) -> &'static str {
 
 fn state_class(j: &JobView) -> &'static str {
     match j.state {
-        "finished" => "ended ok",
-        "cancelled" | "evicted" => "ended bad",
-        "waiting for devices" => "waiting",
+        JobPhase::Finished => "ended ok",
+        JobPhase::Cancelled | JobPhase::Evicted => "ended bad",
+        JobPhase::Waiting => "waiting",
         _ => "live",
     }
 }

@@ -23,8 +23,8 @@ pub struct JobView {
     pub id: u64,
     /// Name.
     pub name: String,
-    /// Where it stands, in words.
-    pub state: &'static str,
+    /// Where it stands.
+    pub state: JobPhase,
     /// Its job group while live.
     pub group: Option<u32>,
     /// Successful rounds.
@@ -47,6 +47,51 @@ pub struct JobView {
     pub plan: Option<AdmissionPlan>,
     /// Registration time.
     pub registered_at: f64,
+}
+
+/// Where a job stands, as the page shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobPhase {
+    /// Admitted, no device before its planned launch.
+    Held,
+    /// Its open round still wants devices.
+    Waiting,
+    /// Every device of its round is assigned; results are coming in.
+    Training,
+    /// Live, no round open.
+    BetweenRounds,
+    /// Ran its rounds.
+    Finished,
+    /// Cancelled by its job (or ended by the idle-job reaper).
+    Cancelled,
+    /// Evicted by admission control.
+    Evicted,
+    /// Live in the record, not in the core (a restart's first view).
+    Registered,
+}
+
+impl JobPhase {
+    /// The words on the page.
+    pub fn label(self) -> &'static str {
+        match self {
+            JobPhase::Held => "held until launch",
+            JobPhase::Waiting => "waiting for devices",
+            JobPhase::Training => "training",
+            JobPhase::BetweenRounds => "between rounds",
+            JobPhase::Finished => "finished",
+            JobPhase::Cancelled => "cancelled",
+            JobPhase::Evicted => "evicted",
+            JobPhase::Registered => "registered",
+        }
+    }
+
+    /// Whether the job has ended.
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            JobPhase::Finished | JobPhase::Cancelled | JobPhase::Evicted
+        )
+    }
 }
 
 /// A job group row.
@@ -238,10 +283,10 @@ fn job_view(r: JobRecord) -> JobView {
     JobView {
         id: r.id,
         state: match r.state {
-            JobLifecycle::Active => "registered",
-            JobLifecycle::Finished => "finished",
-            JobLifecycle::Removed => "cancelled",
-            JobLifecycle::Evicted => "evicted",
+            JobLifecycle::Active => JobPhase::Registered,
+            JobLifecycle::Finished => JobPhase::Finished,
+            JobLifecycle::Removed => JobPhase::Cancelled,
+            JobLifecycle::Evicted => JobPhase::Evicted,
         },
         name: r.name.clone(),
         group: None,
@@ -263,7 +308,7 @@ fn merge(id: u64, base: Option<JobView>, l: &Live, plan: Option<AdmissionPlan>) 
     let mut v = base.unwrap_or(JobView {
         id,
         name: l.name.clone(),
-        state: "registered",
+        state: JobPhase::Registered,
         group: None,
         rounds_done: 0,
         rounds: l.rounds,
@@ -281,10 +326,10 @@ fn merge(id: u64, base: Option<JobView>, l: &Live, plan: Option<AdmissionPlan>) 
     v.plan = plan;
     v.open = l.open.map(|(r, a, d, f, w, _)| (r, a, d, f, w));
     v.state = match l.open {
-        _ if l.held => "held until launch",
-        Some((.., true)) => "training",
-        Some(_) => "waiting for devices",
-        None => "between rounds",
+        _ if l.held => JobPhase::Held,
+        Some((.., true)) => JobPhase::Training,
+        Some(_) => JobPhase::Waiting,
+        None => JobPhase::BetweenRounds,
     };
     v
 }

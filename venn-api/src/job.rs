@@ -7,6 +7,11 @@
 //! | `GET {plan_url}`[`PLAN_PATH`] | 200 JSON [`TaskPlan`]; 401 bad token; 409 round closed |
 //! | `GET {plan_url}`[`WEIGHTS_PATH`] | 200 the global weights, `application/octet-stream` |
 //! | `POST {plan_url}`[`UPDATE_PATH`] (+ [`SAMPLES_HEADER`]) | 204 accepted; 4xx rejected |
+//! | `GET {plan_url}`[`RESULTS_PATH`] (no token) | 200 JSON: the job's rounds so far |
+//!
+//! The results route is for collectors (`venn-lab gather`), not devices: a job on another
+//! host is read back over HTTP, as a device population's counters are at
+//! [`AGENT_STATS_PATH`] on `device-agent --stats-listen`.
 //!
 //! Errors are the protocol's JSON error body ([`crate::ErrorBody`]).
 
@@ -22,6 +27,10 @@ pub const PLAN_PATH: &str = "/plan";
 pub const WEIGHTS_PATH: &str = "/weights";
 /// Route of the update upload.
 pub const UPDATE_PATH: &str = "/update";
+/// Route of the job's results (its rounds so far, and whether it ended).
+pub const RESULTS_PATH: &str = "/v1/results";
+/// Route of a device-agent's counters (`device-agent --stats-listen`).
+pub const AGENT_STATS_PATH: &str = "/v1/stats";
 /// Content type of weight bytes, both ways.
 pub const WEIGHTS_CONTENT_TYPE: &str = "application/octet-stream";
 

@@ -43,6 +43,11 @@ pub struct Registered {
     /// to the job before `plan.launch_at` (seconds since the UNIX epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<AdmissionPlan>,
+    /// The manager's clock when it registered the job, seconds since the UNIX epoch: the
+    /// one timeline jobs on different hosts share, whatever their own clocks say.
+    /// (`None` from a manager that predates it.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered_at: Option<f64>,
 }
 
 /// `POST /v1/jobs/{id}/rounds`.

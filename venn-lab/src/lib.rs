@@ -25,10 +25,13 @@
 //! - [`compare`]: several policies' results side by side (table, CSV, a plot per job).
 //! - [`attack`]: hostile clients against a `venn-manager` process (`venn-lab attack`).
 //! - [`k8s`]: an experiment as Kubernetes objects (`venn-lab k8s`).
+//! - [`gather`]: an experiment that ran on other hosts, collected over HTTP into the same
+//!   results folder (`venn-lab gather`).
 
 pub mod attack;
 pub mod compare;
 pub mod config;
+pub mod gather;
 pub mod k8s;
 pub mod load;
 pub mod manager;

@@ -127,6 +127,31 @@ enum Command {
         #[arg(long, default_value = "1Gi")]
         job_memory: String,
     },
+    /// Collect an experiment that ran on several hosts (or in Kubernetes) over HTTP: each
+    /// job's rounds from its GET /v1/results (run it with `fl-job run --linger-s`), each
+    /// device shard's counters from its GET /v1/stats (`device-agent --stats-listen`), the
+    /// policy from the manager. Waits until every job has ended, then writes the same
+    /// results folder as `run`. Hosts' clocks need not agree: times are on the manager's.
+    Gather {
+        /// The experiment's config (TOML): its name and time-to-accuracy thresholds.
+        config: PathBuf,
+        /// The manager's base URL.
+        #[arg(long, value_name = "URL")]
+        manager: String,
+        /// A job's base URL (its plan_url); repeat for each job.
+        #[arg(long = "job", value_name = "URL", required = true)]
+        jobs: Vec<String>,
+        /// A device-agent shard's --stats-listen URL; repeat for each shard.
+        #[arg(long = "devices", value_name = "URL")]
+        devices: Vec<String>,
+        /// Results folder (default: results/<name>/gathered).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Give up on jobs still running after this many seconds (their rounds so far
+        /// are written, and the summary says it stopped early).
+        #[arg(long, default_value_t = 3600.0, value_name = "SECS")]
+        timeout_s: f64,
+    },
     /// Hostile clients against a real venn-manager process on loopback: floods of invented
     /// profiles and long tags, oversized fields, registration squatting, slow headers and
     /// idle connections, each bounded, while an honest device checks in from another
@@ -311,6 +336,32 @@ async fn main() -> anyhow::Result<()> {
                 }
                 None => println!("{text}"),
             }
+        }
+        Command::Gather {
+            config,
+            manager,
+            jobs,
+            devices,
+            out,
+            timeout_s,
+        } => {
+            let cfg = LabConfig::load(&config)?;
+            let out =
+                out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name).join("gathered"));
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            let hosts = lab::gather::Hosts {
+                manager,
+                jobs,
+                devices,
+            };
+            let opts = lab::gather::GatherOptions {
+                timeout: Duration::from_secs_f64(timeout_s.max(0.0)),
+                progress: true,
+                ..Default::default()
+            };
+            let r = lab::gather::gather(&cfg, &hosts, &out, opts).await?;
+            print!("{}", r.table());
+            println!("results in {}", out.display());
         }
         Command::Attack {
             manager_bin,

@@ -125,6 +125,7 @@ pub async fn run_experiment(
             t0,
             operator_token: None,
             advertise: None,
+            linger: None,
         };
         let (job, arrival) = (lj.job.clone(), lj.arrival_s);
         jobs.spawn(async move {

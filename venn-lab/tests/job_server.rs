@@ -4,11 +4,10 @@
 
 use fl_job::runner::{JobShared, OpenSlot, router};
 use fl_job::task::Registry;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 use venn_api::client::{JobSession, ManagerClient};
 use venn_api::manager::{Assignment, CheckIn, CheckInReply, RegisterJob, SubmitRound};
 use venn_core::profile::DeviceProfile;
@@ -52,18 +51,13 @@ async fn rig(name: &str) -> Rig {
     let task = Registry::with_builtins()
         .build("resnet18-femnist", &params)
         .unwrap();
-    let shared = Arc::new(JobShared {
+    let shared = Arc::new(JobShared::new(
+        name,
         task,
-        task_name: "resnet18-femnist".into(),
+        "resnet18-femnist",
         params,
-        api: OnceLock::new(),
-        global: Mutex::new(Arc::new(vec![0u8; 16])),
-        slot: Mutex::new(None),
-        notify: Notify::new(),
-        opened: Notify::new(),
-        submitting: AtomicBool::new(false),
-        closed: AtomicU64::new(0),
-    });
+        vec![0u8; 16],
+    ));
     let job_url = serve(router(shared.clone(), 1 << 20)).await;
     let api = ManagerClient::new(&manager_url)
         .register_job(&RegisterJob {
@@ -252,4 +246,53 @@ async fn a_sample_count_that_would_outweigh_the_round_is_refused() {
     let r = upload(max.to_string()).await.unwrap();
     let body: serde_json::Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "bad_update", "{body}");
+}
+
+/// `GET /v1/results` serves the job's rounds without a token; only a read of an ended
+/// job's results counts as collected (what a lingering `fl-job run` waits for).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_are_served_and_a_read_after_the_end_counts_as_collected() {
+    use fl_job::runner::{JobResults, JobState, RoundRow};
+    let r = rig("results").await;
+    let url = format!("{}{}", r.job_url, venn_api::job::RESULTS_PATH);
+    let get = || async {
+        reqwest::get(&url)
+            .await
+            .unwrap()
+            .json::<JobResults>()
+            .await
+            .unwrap()
+    };
+    assert_eq!(get().await.state, JobState::Starting);
+    r.shared.update_results(|res| {
+        res.state = JobState::Running;
+        res.rounds.push(RoundRow {
+            time_s: 3.0,
+            round: 0,
+            attempts: 1,
+            accuracy: 0.25,
+            loss: 2.0,
+            participants: 2,
+            stragglers: 0,
+            scheduling_delay_s: 0.1,
+            response_collection_s: 0.2,
+        });
+    });
+    let running = get().await;
+    assert_eq!(
+        (running.name.as_str(), running.rounds.len()),
+        ("results", 1)
+    );
+    let not_yet =
+        tokio::time::timeout(Duration::from_millis(200), r.shared.collected.notified()).await;
+    assert!(
+        not_yet.is_err(),
+        "a running job's results are not its final ones"
+    );
+    r.shared
+        .update_results(|res| res.state = JobState::Finished);
+    assert_eq!(get().await.state, JobState::Finished);
+    tokio::time::timeout(Duration::from_secs(1), r.shared.collected.notified())
+        .await
+        .expect("collected");
 }

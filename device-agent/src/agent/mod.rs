@@ -219,7 +219,7 @@ impl LiveStats {
 }
 
 /// What a population did.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct AgentStats {
     /// Check-ins the manager answered.
     pub check_ins: u64,
@@ -245,6 +245,25 @@ pub struct AgentStats {
     pub samples_trained: u64,
     /// Measured training seconds, summed over trainings.
     pub training_seconds: f64,
+}
+
+impl AgentStats {
+    /// The counters of `self` and `other` together: several shards of one population,
+    /// read back from their hosts, as one.
+    pub fn add(&mut self, other: &AgentStats) {
+        self.check_ins += other.check_ins;
+        self.devices_checked_in += other.devices_checked_in;
+        self.check_in_errors += other.check_in_errors;
+        self.assignments += other.assignments;
+        self.updates_uploaded += other.updates_uploaded;
+        self.rejected += other.rejected;
+        self.dropped += other.dropped;
+        self.dropped_session_end += other.dropped_session_end;
+        self.failed += other.failed;
+        self.trainings += other.trainings;
+        self.samples_trained += other.samples_trained;
+        self.training_seconds += other.training_seconds;
+    }
 }
 
 /// Everything the devices share, behind one `Arc`.

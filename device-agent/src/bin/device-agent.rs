@@ -82,9 +82,36 @@ struct Args {
     /// Stop after this many wall seconds (default: run until Ctrl-C).
     #[arg(long)]
     duration: Option<f64>,
+    /// Serve the live counters as JSON at GET /v1/stats on this address (for a collector
+    /// such as `venn-lab gather` when the agent runs on another host).
+    #[arg(long, value_name = "ADDR")]
+    stats_listen: Option<std::net::SocketAddr>,
     /// Hide the live status line.
     #[arg(long)]
     quiet: bool,
+}
+
+/// Serves `live`'s counters at [`AGENT_STATS_PATH`] on `addr`.
+async fn serve_stats(
+    addr: std::net::SocketAddr,
+    live: Arc<device_agent::agent::LiveStats>,
+) -> Result<tokio::task::JoinHandle<()>> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("--stats-listen {addr}"))?;
+    let app = axum::Router::new().route(
+        venn_api::job::AGENT_STATS_PATH,
+        axum::routing::get(move || {
+            let live = live.clone();
+            async move { axum::Json(live.snapshot()) }
+        }),
+    );
+    tracing::info!(%addr, "serving the counters at {}", venn_api::job::AGENT_STATS_PATH);
+    Ok(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::warn!(error = %e, "the counters' server stopped");
+        }
+    }))
 }
 
 fn availability(args: &Args) -> Result<Availability> {
@@ -138,6 +165,10 @@ async fn main() -> Result<()> {
     let agent = Agent::new(cfg, Registry::with_builtins())?;
 
     let live = agent.stats();
+    let stats_server = match args.stats_listen {
+        Some(addr) => Some(serve_stats(addr, live.clone()).await?),
+        None => None,
+    };
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -184,6 +215,9 @@ async fn main() -> Result<()> {
     };
     let stats = agent.run(shutdown).await;
     ticker.abort();
+    if let Some(s) = stats_server {
+        s.abort();
+    }
     bar.finish_and_clear();
     println!("{}", serde_json::to_string_pretty(&stats)?);
     Ok(())

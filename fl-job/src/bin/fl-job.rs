@@ -121,6 +121,15 @@ struct RunArgs {
     /// Per-round CSV.
     #[arg(long, default_value = "results/job.csv")]
     csv: PathBuf,
+    /// After the job ends, keep serving its results (GET /v1/results) until a collector
+    /// such as `venn-lab gather` has read them, or for at most this many seconds; 0: exit
+    /// at once. For a job on another host than the experimenter.
+    #[arg(long, default_value_t = 0.0, value_name = "SECS")]
+    linger_s: f64,
+    /// Seconds to wait for the manager to come up (its /healthz to answer) before
+    /// registering, for hosts or pods started in any order.
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    wait_s: f64,
     /// FEMNIST directory (held-out test data for evaluation). Default: as for
     /// `centralized`.
     #[arg(long)]
@@ -137,6 +146,8 @@ fn run_live(a: RunArgs) -> anyhow::Result<()> {
         operator_token,
         csv,
         data,
+        linger_s,
+        wait_s,
     } = a;
     let text = std::fs::read_to_string(&config)
         .with_context(|| format!("reading {}", config.display()))?;
@@ -162,11 +173,35 @@ fn run_live(a: RunArgs) -> anyhow::Result<()> {
         t0: std::time::Instant::now(),
         operator_token,
         advertise,
+        linger: (linger_s > 0.0).then(|| Duration::from_secs_f64(linger_s)),
     };
-    let report = rt.block_on(fl_job::runner::run_job(cfg, t, test, opts))?;
+    let report = rt.block_on(async {
+        wait_for_manager(&opts.manager, Duration::from_secs_f64(wait_s.max(0.0))).await?;
+        fl_job::runner::run_job(cfg, t, test, opts)
+            .await
+            .map_err(anyhow::Error::from)
+    })?;
     println!("{}", serde_json::to_string_pretty(&report)?);
     eprintln!("rounds in {}", csv.display());
     Ok(())
+}
+
+/// Polls the manager's `/healthz` until it answers or `patience` has passed.
+async fn wait_for_manager(url: &str, patience: Duration) -> anyhow::Result<()> {
+    let client = venn_api::client::ManagerClient::new(url);
+    let until = std::time::Instant::now() + patience;
+    loop {
+        match client.healthz().await {
+            Ok(()) => return Ok(()),
+            Err(e) if std::time::Instant::now() >= until => {
+                anyhow::bail!("the manager at {url} did not answer within {patience:?}: {e}")
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "waiting for the manager");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    }
 }
 
 fn main() -> anyhow::Result<()> {

@@ -1,14 +1,16 @@
 //! One live FL job against a `venn-manager`: register, then per round submit a request
 //! (over-committed), serve the plan and global weights to assigned devices, accept
 //! updates, close the round at `min_response_fraction × target` results (or abort at the
-//! deadline and retry), aggregate, evaluate on held-out data, and append a CSV row.
+//! deadline and retry), aggregate, evaluate on held-out data, and append a CSV row. The
+//! rows so far are also served at `GET /v1/results`; with [`RunOptions::linger`] the job
+//! keeps serving them after it ends until a collector has read them.
 
 mod config;
 mod report;
 mod server;
 
 pub use config::JobConfig;
-pub use report::{JobReport, RoundRow};
+pub use report::{JobReport, JobResults, JobState, RoundRow};
 pub use server::{JobShared, MAX_UPDATE_SAMPLES, OpenSlot, router};
 
 use crate::error::FlError;
@@ -16,10 +18,9 @@ use crate::task::{FlTask, ServerState};
 use datasets::Samples;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::Notify;
 use venn_api::client::{JobSession, ManagerClient};
 use venn_api::manager::{RegisterJob, RoundMetrics, SubmitRound};
 use venn_core::rules::RoundRule;
@@ -42,6 +43,26 @@ pub struct RunOptions {
     /// `http://` + the bound address: another host's name or address, a port mapping. A
     /// job bound to an unspecified address (`0.0.0.0`, `[::]`) needs one.
     pub advertise: Option<String>,
+    /// After the job ends, keep serving `GET /v1/results` until they have been read once
+    /// or this much time has passed (a job on another host is collected over HTTP);
+    /// `None`: stop serving at once.
+    pub linger: Option<Duration>,
+}
+
+impl RunOptions {
+    /// A job reaching the manager at `manager`, listening on any loopback port, writing
+    /// no CSV, with the experiment starting now.
+    pub fn new(manager: &str) -> Self {
+        RunOptions {
+            manager: manager.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            csv: None,
+            t0: Instant::now(),
+            operator_token: None,
+            advertise: None,
+            linger: None,
+        }
+    }
 }
 
 /// The `plan_url` a job bound at `addr` registers: `advertise`, or the bound address.
@@ -83,18 +104,13 @@ pub async fn run_job(
         .await
         .map_err(|e| FlError::Config(e.to_string()))??;
     let model_bytes = global.len();
-    let shared = Arc::new(JobShared {
-        task: task.clone(),
-        task_name: cfg.task.clone(),
-        params: cfg.params.clone(),
-        api: OnceLock::new(),
-        global: Mutex::new(Arc::new(global)),
-        slot: Mutex::new(None),
-        notify: Notify::new(),
-        opened: Notify::new(),
-        submitting: AtomicBool::new(false),
-        closed: AtomicU64::new(0),
-    });
+    let shared = Arc::new(JobShared::new(
+        &cfg.name,
+        task.clone(),
+        &cfg.task,
+        cfg.params.clone(),
+        global,
+    ));
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .map_err(|e| FlError::Server(format!("bind {}: {e}", opts.listen)))?;
@@ -124,9 +140,15 @@ pub async fn run_job(
         wait_for_launch(&cfg.name, &plan).await;
     }
     let registered = opts.t0.elapsed().as_secs_f64();
+    shared.update_results(|r| {
+        r.state = JobState::Running;
+        r.job_id = Some(api.job_id);
+        r.registered_at = api.registered_at;
+        r.registered_s = Some(registered);
+    });
     let mut report = JobReport::new(&cfg.name, api.job_id, registered, opts.csv.clone())?;
     let mut server_state = ServerState::default();
-    let result = rounds_loop(
+    let mut result = rounds_loop(
         &cfg,
         &task,
         &test,
@@ -137,12 +159,39 @@ pub async fn run_job(
         &mut server_state,
     )
     .await;
+    if result.is_ok() {
+        result = api.finish().await.map_err(FlError::from);
+    }
+    match &result {
+        Ok(()) => {
+            report.finished_s = Some(opts.t0.elapsed().as_secs_f64());
+            tracing::info!(job = api.job_id, jct_s = report.jct_s(), "job finished");
+        }
+        Err(e) => tracing::warn!(job = api.job_id, error = %e, "job failed"),
+    }
+    shared.update_results(|r| match &result {
+        Ok(()) => {
+            r.state = JobState::Finished;
+            r.finished_s = report.finished_s;
+        }
+        Err(e) => {
+            r.state = JobState::Failed;
+            r.error = Some(e.to_string());
+        }
+    });
+    if let Some(linger) = opts.linger
+        && tokio::time::timeout(linger, shared.collected.notified())
+            .await
+            .is_err()
+    {
+        tracing::warn!(
+            job = api.job_id,
+            linger_s = linger.as_secs_f64(),
+            "nobody collected the results"
+        );
+    }
     server.abort();
-    result?;
-    api.finish().await?;
-    report.finished_s = Some(opts.t0.elapsed().as_secs_f64());
-    tracing::info!(job = api.job_id, jct_s = report.jct_s(), "job finished");
-    Ok(report)
+    result.map(|()| report)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -307,7 +356,8 @@ async fn rounds_loop(
         {
             tracing::warn!(job = api.job_id, round = r, error = %e, "round metrics not recorded");
         }
-        report.push(row)?;
+        report.push(row.clone())?;
+        shared.update_results(|r| r.rounds.push(row));
         if cfg.target_accuracy.is_some_and(|a| eval.accuracy >= a) {
             break;
         }

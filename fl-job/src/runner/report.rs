@@ -1,4 +1,6 @@
-//! A job's results: one row per aggregated round, appended to a CSV as it happens.
+//! A job's results: one row per aggregated round, appended to a CSV as it happens, and
+//! the snapshot the job serves at `GET /v1/results` ([`JobResults`]) for a collector on
+//! another host.
 
 use crate::error::FlError;
 use serde::{Deserialize, Serialize};
@@ -99,5 +101,71 @@ impl JobReport {
             .iter()
             .find(|r| r.accuracy >= accuracy)
             .map(|r| r.time_s)
+    }
+}
+
+/// Where a job stands, as its results say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Not yet registered with the manager.
+    Starting,
+    /// Registered; rounds under way.
+    Running,
+    /// Every round aggregated (or the target accuracy reached) and the manager told.
+    Finished,
+    /// Ended on an error ([`JobResults::error`]).
+    Failed,
+}
+
+impl JobState {
+    /// Finished or failed: nothing more will change.
+    pub fn ended(self) -> bool {
+        matches!(self, JobState::Finished | JobState::Failed)
+    }
+}
+
+/// `GET /v1/results` on a job: its rounds so far, on two clocks. `registered_s`,
+/// `finished_s` and each row's `time_s` are seconds on the job's own clock (since its
+/// process's experiment start); `registered_at` is the manager's clock at registration,
+/// which places jobs on different hosts on one timeline without synchronised clocks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobResults {
+    /// Job name.
+    pub name: String,
+    /// Where it stands.
+    pub state: JobState,
+    /// Id at the manager, once registered.
+    pub job_id: Option<u64>,
+    /// The manager's clock at registration, UNIX seconds.
+    pub registered_at: Option<f64>,
+    /// When it registered, on the job's clock.
+    pub registered_s: Option<f64>,
+    /// When it finished, on the job's clock.
+    pub finished_s: Option<f64>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Its rounds.
+    pub rounds: Vec<RoundRow>,
+}
+
+impl JobResults {
+    /// A job named `name` that has not registered yet.
+    pub fn starting(name: &str) -> Self {
+        JobResults {
+            name: name.into(),
+            state: JobState::Starting,
+            job_id: None,
+            registered_at: None,
+            registered_s: None,
+            finished_s: None,
+            error: None,
+            rounds: Vec::new(),
+        }
+    }
+
+    /// Job completion time (registration to finish), if finished.
+    pub fn jct_s(&self) -> Option<f64> {
+        Some(self.finished_s? - self.registered_s?)
     }
 }

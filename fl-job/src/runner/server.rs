@@ -1,7 +1,9 @@
 //! The job's HTTP face for its assigned devices: the plan, the global weights, and the
 //! upload of updates. Every call carries the manager-issued task token ([`TASK_TOKEN_HEADER`]),
-//! which the job checks with the manager once per token and round.
+//! which the job checks with the manager once per token and round. `GET /v1/results`
+//! (no token: it is what the job would print) serves its rounds so far to a collector.
 
+use super::report::JobResults;
 use crate::task::FlTask;
 use axum::Router;
 use axum::body::Bytes;
@@ -16,8 +18,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use venn_api::client::JobSession;
 use venn_api::job::{
-    PLAN_PATH, SAMPLES_HEADER, TASK_TOKEN_HEADER, TaskPlan, UPDATE_PATH, WEIGHTS_CONTENT_TYPE,
-    WEIGHTS_PATH,
+    PLAN_PATH, RESULTS_PATH, SAMPLES_HEADER, TASK_TOKEN_HEADER, TaskPlan, UPDATE_PATH,
+    WEIGHTS_CONTENT_TYPE, WEIGHTS_PATH,
 };
 use venn_api::manager::TaskReport;
 use venn_api::{HttpError, codes};
@@ -62,6 +64,11 @@ pub struct JobShared {
     /// a close cannot be admitted into whatever opens after it (an aborted round is
     /// retried under the same round number).
     pub closed: AtomicU64,
+    /// What `GET /v1/results` serves, updated by the round loop.
+    pub results: Mutex<JobResults>,
+    /// Given a permit each time results of an ended job are served (a lingering job
+    /// waits for it before it exits).
+    pub collected: Notify,
 }
 
 /// How long a device holding a live token waits for the job to open that token's round
@@ -79,6 +86,36 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 impl JobShared {
+    /// The state of a job running `task` (registered as `task_name` with `params`) from
+    /// the initial global weights `global`, before it registers as `name`.
+    pub fn new(
+        name: &str,
+        task: Arc<dyn FlTask>,
+        task_name: &str,
+        params: serde_json::Value,
+        global: Vec<u8>,
+    ) -> Self {
+        JobShared {
+            task,
+            task_name: task_name.into(),
+            params,
+            api: OnceLock::new(),
+            global: Mutex::new(Arc::new(global)),
+            slot: Mutex::new(None),
+            notify: Notify::new(),
+            opened: Notify::new(),
+            submitting: AtomicBool::new(false),
+            closed: AtomicU64::new(0),
+            results: Mutex::new(JobResults::starting(name)),
+            collected: Notify::new(),
+        }
+    }
+
+    /// Changes the served results.
+    pub fn update_results(&self, f: impl FnOnce(&mut JobResults)) {
+        f(&mut self.results.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
     fn lock_slot(&self) -> std::sync::MutexGuard<'_, Option<OpenSlot>> {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -241,6 +278,14 @@ async fn update(
     Ok(StatusCode::NO_CONTENT)
 }
 
+async fn results(State(s): State<Arc<JobShared>>) -> axum::Json<JobResults> {
+    let r = s.results.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if r.state.ended() {
+        s.collected.notify_one();
+    }
+    axum::Json(r)
+}
+
 /// The most samples one update may claim. `X-Samples` is the update's FedAvg weight, so an
 /// unbounded claim would let one device outweigh the rest of its round (a FEMNIST writer
 /// has at most a few hundred samples; a million leaves room for any real client).
@@ -252,6 +297,7 @@ pub fn router(shared: Arc<JobShared>, max_update_bytes: usize) -> Router {
         .route(PLAN_PATH, get(plan))
         .route(WEIGHTS_PATH, get(weights))
         .route(UPDATE_PATH, post(update))
+        .route(RESULTS_PATH, get(results))
         .layer(DefaultBodyLimit::max(max_update_bytes))
         .with_state(shared)
 }

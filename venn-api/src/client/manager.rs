@@ -78,6 +78,7 @@ impl ManagerClient {
             job_id: r.job_id,
             token: r.token,
             plan: r.plan,
+            registered_at: r.registered_at,
         })
     }
 
@@ -159,6 +160,8 @@ pub struct JobSession {
     /// With admission control: the plan the job was admitted with (no device goes to it
     /// before `plan.launch_at`).
     pub plan: Option<AdmissionPlan>,
+    /// The manager's clock at registration, UNIX seconds ([`Registered::registered_at`]).
+    pub registered_at: Option<f64>,
 }
 
 impl JobSession {

@@ -172,6 +172,7 @@ impl Manager {
             job_id: id.0,
             token: raw_token,
             plan,
+            registered_at: Some(now.secs()),
         })
     }
 

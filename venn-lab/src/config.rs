@@ -85,6 +85,11 @@ pub struct DevicesConfig {
     /// Probability an assigned device vanishes mid-task.
     #[serde(default)]
     pub drop_fraction: f64,
+    /// Device-agent processes the population is split over (`device-agent --shard K/N`):
+    /// the pods `venn-lab k8s` renders, and the agents `venn-lab run` starts in its
+    /// process. The devices are the same however many carry them.
+    #[serde(default = "one")]
+    pub shards: usize,
 }
 
 fn always() -> AvailabilitySource {
@@ -233,6 +238,12 @@ impl LabConfig {
         }
         if cfg.devices.count == 0 {
             return Err(bad("devices.count".into(), "must be at least 1".into()));
+        }
+        if !(1..=cfg.devices.count).contains(&cfg.devices.shards) {
+            return Err(bad(
+                "devices.shards".into(),
+                format!("must be from 1 to devices.count ({})", cfg.devices.count),
+            ));
         }
         if !(cfg.devices.compress.is_finite() && cfg.devices.compress > 0.0) {
             return Err(bad("devices.compress".into(), "must be positive".into()));

@@ -12,8 +12,12 @@
 //!   on its config (from the ConfigMap `venn-jobs`), with a Service of its own that its
 //!   devices reach it by (`--advertise`, and the manager's `--plan-host`).
 //!
-//! Results: each job's pod writes its per-round CSV to `/results` (collect with
-//! `kubectl cp`), and every round's accuracy reaches the manager (its status page and
+//! Results: with the experiment file's text ([`K8sOptions::config_text`]) a Job
+//! `venn-gather` runs `venn-lab gather` inside the cluster — each job serves its rounds
+//! until collected (`fl-job run --linger-s`), each device pod its counters
+//! (`device-agent --stats-listen`, reached through the headless Service `venn-devices`)
+//! — and writes the results folder to its `/results`, then stays up an hour for
+//! `kubectl cp`. Every round's accuracy also reaches the manager (its status page and
 //! `/v1/status`, reachable with `kubectl port-forward svc/venn-manager 7070`).
 
 use crate::config::{AvailabilitySource, LabConfig};
@@ -48,6 +52,9 @@ pub struct K8sOptions {
     pub job_memory: String,
     /// Size of the manager's volume.
     pub manager_storage: String,
+    /// The experiment file's text. With it the ConfigMap carries it as `experiment.toml`
+    /// and a Job `venn-gather` collects the results (`venn-lab gather`).
+    pub config_text: Option<String>,
 }
 
 impl Default for K8sOptions {
@@ -60,6 +67,7 @@ impl Default for K8sOptions {
             job_cpu: "1".into(),
             job_memory: "1Gi".into(),
             manager_storage: "1Gi".into(),
+            config_text: None,
         }
     }
 }
@@ -68,6 +76,10 @@ impl Default for K8sOptions {
 pub const MANAGER_PORT: i32 = 7070;
 /// Each job's device-facing port.
 pub const JOB_PORT: i32 = 7100;
+/// Each device pod's counters port (`device-agent --stats-listen`).
+pub const STATS_PORT: i32 = 7200;
+/// How long a job serves its results once ended, waiting for `venn-gather` (seconds).
+pub const JOB_LINGER_S: u64 = 86_400;
 
 /// A DNS-1123 label from `name`: lowercase letters, digits and `-`, at most 63.
 pub fn dns_label(name: &str) -> String {
@@ -139,6 +151,9 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
     let mut data = BTreeMap::new();
     for (svc, j) in &jobs {
         data.insert(format!("{svc}.toml"), toml::to_string(&j.job)?);
+    }
+    if let Some(text) = &o.config_text {
+        data.insert("experiment.toml".into(), text.clone());
     }
     let cm_labels = labels(&cfg.name, "jobs");
     items.push(serde_json::to_value(ConfigMap {
@@ -238,7 +253,8 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
     };
     let agent = format!(
         "exec device-agent --manager {manager_url} --devices {} --shard ${{HOSTNAME##*-}}/{}{availability} \
-         --compress {} --start-at {} --workers {} --writers-per-device {} --drop-fraction {} --seed {} --quiet",
+         --compress {} --start-at {} --workers {} --writers-per-device {} --drop-fraction {} --seed {} \
+         --stats-listen 0.0.0.0:{STATS_PORT} --quiet",
         d.count,
         o.shards,
         d.compress,
@@ -266,6 +282,11 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
                         name: "devices".into(),
                         image: Some(o.image.clone()),
                         command: Some(vec!["sh".into(), "-c".into(), agent]),
+                        ports: Some(vec![ContainerPort {
+                            container_port: STATS_PORT,
+                            name: Some("stats".into()),
+                            ..ContainerPort::default()
+                        }]),
                         resources: Some(requests(&o.shard_cpu, &o.shard_memory)),
                         ..Container::default()
                     }],
@@ -276,6 +297,13 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
         }),
         ..StatefulSet::default()
     })?);
+    // Headless: it gives pod K the name venn-devices-K.venn-devices, which the gatherer
+    // reads its counters at.
+    let mut devices_svc = service("venn-devices", &dev_labels, STATS_PORT);
+    if let Some(spec) = devices_svc.spec.as_mut() {
+        spec.cluster_ip = Some("None".into());
+    }
+    items.push(serde_json::to_value(devices_svc)?);
 
     // The jobs, each with the Service its devices reach it by.
     for (svc, j) in &jobs {
@@ -283,7 +311,8 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
         l.insert("venn.dev/job".into(), svc.clone());
         let run = format!(
             "sleep {arrival} && exec fl-job run /config/{svc}.toml --manager {manager_url} \
-             --listen 0.0.0.0:{JOB_PORT} --advertise http://{svc}:{JOB_PORT} --csv /results/{svc}.csv",
+             --listen 0.0.0.0:{JOB_PORT} --advertise http://{svc}:{JOB_PORT} --csv /results/{svc}.csv \
+             --linger-s {JOB_LINGER_S}",
             arrival = j.arrival_s.max(0.0).round() as u64,
         );
         items.push(serde_json::to_value(Job {
@@ -343,7 +372,90 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
         })?);
         items.push(serde_json::to_value(service(svc, &l, JOB_PORT))?);
     }
+    if o.config_text.is_some() {
+        items.push(serde_json::to_value(gather_job(
+            cfg,
+            o,
+            &manager_url,
+            &jobs,
+        ))?);
+    }
     Ok(items)
+}
+
+/// The Job that collects the results in the cluster: `venn-lab gather` over every job's
+/// Service and every device pod, into `/results`, kept an hour for `kubectl cp`.
+fn gather_job(
+    cfg: &LabConfig,
+    o: &K8sOptions,
+    manager_url: &str,
+    jobs: &[(String, &crate::config::LabJob)],
+) -> Job {
+    let mut cmd = format!("venn-lab gather /config/experiment.toml --manager {manager_url}");
+    for (svc, _) in jobs {
+        cmd.push_str(&format!(" --job http://{svc}:{JOB_PORT}"));
+    }
+    for k in 0..o.shards {
+        cmd.push_str(&format!(
+            " --devices http://venn-devices-{k}.venn-devices:{STATS_PORT}"
+        ));
+    }
+    let last_arrival = cfg.jobs.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
+    cmd.push_str(&format!(
+        " --out /results --timeout-s {:.0} && echo 'results in /results (kubectl cp)' && sleep 3600",
+        last_arrival + cfg.max_minutes * 60.0
+    ));
+    let l = labels(&cfg.name, "gather");
+    Job {
+        metadata: meta("venn-gather", &l),
+        spec: Some(JobSpec {
+            backoff_limit: Some(0),
+            template: PodTemplateSpec {
+                metadata: Some(meta("venn-gather", &l)),
+                spec: Some(PodSpec {
+                    restart_policy: Some("Never".into()),
+                    containers: vec![Container {
+                        name: "gather".into(),
+                        image: Some(o.image.clone()),
+                        command: Some(vec!["sh".into(), "-c".into(), cmd]),
+                        volume_mounts: Some(vec![
+                            VolumeMount {
+                                name: "config".into(),
+                                mount_path: "/config".into(),
+                                read_only: Some(true),
+                                ..VolumeMount::default()
+                            },
+                            VolumeMount {
+                                name: "results".into(),
+                                mount_path: "/results".into(),
+                                ..VolumeMount::default()
+                            },
+                        ]),
+                        resources: Some(requests("100m", "128Mi")),
+                        ..Container::default()
+                    }],
+                    volumes: Some(vec![
+                        Volume {
+                            name: "config".into(),
+                            config_map: Some(ConfigMapVolumeSource {
+                                name: "venn-jobs".into(),
+                                ..ConfigMapVolumeSource::default()
+                            }),
+                            ..Volume::default()
+                        },
+                        Volume {
+                            name: "results".into(),
+                            empty_dir: Some(EmptyDirVolumeSource::default()),
+                            ..Volume::default()
+                        },
+                    ]),
+                    ..PodSpec::default()
+                }),
+            },
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    }
 }
 
 /// The objects as one `kubectl apply -f` document.

@@ -101,7 +101,9 @@ enum Command {
     /// Render an experiment as Kubernetes objects (one JSON List for `kubectl apply -f`):
     /// the manager as a StatefulSet with a volume for its SQLite file and a Service, the
     /// devices as a StatefulSet whose pod K runs shard K/N, each FL job as a Job with its
-    /// Service, the job configs as a ConfigMap. Build the image from the Containerfile.
+    /// Service, the job configs as a ConfigMap, and a Job `venn-gather` that collects the
+    /// results folder into its /results (`kubectl cp` it). Build the image from the
+    /// Containerfile.
     K8s {
         /// Experiment config (TOML), e.g. scripts/experiments/paper.toml.
         config: PathBuf,
@@ -111,9 +113,10 @@ enum Command {
         /// Container image with venn-manager, device-agent, fl-job and venn-lab.
         #[arg(long, default_value = "venn-testbed:latest")]
         image: String,
-        /// Device-agent pods, each emulating one shard of the population.
-        #[arg(long, default_value_t = 4)]
-        shards: usize,
+        /// Device-agent pods, each emulating one shard of the population (default: the
+        /// config's `[devices] shards`).
+        #[arg(long)]
+        shards: Option<usize>,
         /// CPU request of each device shard (its devices train there).
         #[arg(long, default_value = "2")]
         shard_cpu: String,
@@ -318,9 +321,12 @@ async fn main() -> anyhow::Result<()> {
             job_memory,
         } => {
             let cfg = LabConfig::load(&config)?;
+            let text = std::fs::read_to_string(&config)
+                .with_context(|| format!("reading {}", config.display()))?;
             let opts = lab::k8s::K8sOptions {
                 image,
-                shards,
+                shards: shards.unwrap_or(cfg.devices.shards),
+                config_text: Some(text),
                 shard_cpu,
                 shard_memory,
                 job_cpu,

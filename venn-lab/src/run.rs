@@ -4,7 +4,7 @@ use crate::config::{AvailabilitySource, LabConfig};
 use crate::manager::LocalManager;
 use crate::results::{DataUsed, JobOutcome, LabResult};
 use datasets::{Femnist, Samples};
-use device_agent::agent::{Agent, AgentConfig};
+use device_agent::agent::{Agent, AgentConfig, AgentStats, Shard};
 use device_agent::availability::{Availability, SessionOptions};
 use device_agent::population;
 use fl_job::runner::{RunOptions, run_job};
@@ -101,15 +101,28 @@ pub async fn run_experiment(
     acfg.availability = Arc::new(availability);
     acfg.compress = d.compress;
     acfg.start_s = d.start_s;
-    acfg.workers = d.workers;
     acfg.writers_per_device = d.writers_per_device;
     acfg.drop_fraction = d.drop_fraction;
     acfg.seed = cfg.seed;
-    let agent = Agent::new(acfg, registry.clone()).map_err(setup)?;
-    let (stop_agents_tx, stop_agents_rx) = tokio::sync::oneshot::channel::<()>();
-    let agents = tokio::spawn(agent.run(async {
-        let _ = stop_agents_rx.await;
-    }));
+    // One agent per shard, as on that many hosts; together they train as many devices
+    // at once as one agent with `workers` would.
+    let workers = if d.workers == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        d.workers
+    };
+    acfg.workers = workers.div_ceil(d.shards);
+    let (stop_agents_tx, _) = tokio::sync::watch::channel(());
+    let mut agents = Vec::new();
+    for k in 0..d.shards {
+        let mut shard = acfg.clone();
+        shard.shard = Shard::new(k, d.shards).map_err(setup)?;
+        let agent = Agent::new(shard, registry.clone()).map_err(setup)?;
+        let mut stop = stop_agents_tx.subscribe();
+        agents.push(tokio::spawn(agent.run(async move {
+            let _ = stop.changed().await;
+        })));
+    }
 
     let t0 = Instant::now();
     let mut jobs = tokio::task::JoinSet::new();
@@ -192,7 +205,10 @@ pub async fn run_experiment(
         b.finish_and_clear();
     }
     let _ = stop_agents_tx.send(());
-    let agent_stats = agents.await.map_err(setup)?;
+    let mut agent_stats = AgentStats::default();
+    for a in agents {
+        agent_stats.add(&a.await.map_err(setup)?);
+    }
     let wall_s = t0.elapsed().as_secs_f64();
     let mut result = LabResult::new(
         cfg,

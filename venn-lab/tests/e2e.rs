@@ -96,6 +96,7 @@ tta_thresholds = [0.3]
 [devices]
 count = 20
 compress = 1000
+shards = 2
 [[jobs]]
 name = "custom"
 task = "softmax-fedavgm"
@@ -135,6 +136,8 @@ eval_writers = 5
         assert!(out.join(f).exists(), "{f} written");
     }
     assert!(r.devices.updates_uploaded >= 4 * 2 * 2 * 8 / 10);
+    // Two shards carried the 20 devices; their counters add up to the population's.
+    assert_eq!(r.devices.devices_checked_in, 20, "{:?}", r.devices);
     // Each job reported every round's metrics to the manager: the record behind its
     // status page, restored from the experiment's database, has the jobs' accuracy rows.
     let m = venn_manager::Manager::open(
@@ -265,6 +268,12 @@ fn config_errors_name_the_file_and_key() {
         e.contains("exp.toml") && e.contains("jobs[0].deadline_s"),
         "{e}"
     );
+    for shards in [0, 5] {
+        let e = error(&format!(
+            "name = \"x\"\n[devices]\ncount = 4\nshards = {shards}\n{job}deadline_s = 5\n"
+        ));
+        assert!(e.contains("devices.shards"), "{e}");
+    }
     let e = error("name = \"x\"\n[devices]\ncount = 4\ncolour = 1\n");
     assert!(e.contains("exp.toml") && e.contains("colour"), "{e}");
     // The virtual clock's settings are checked too: (sim table, job tail, what the error names).

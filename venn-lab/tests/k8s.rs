@@ -1,5 +1,6 @@
 //! `venn-lab k8s` on the paper-scale experiment: the rendered objects' kinds, names,
-//! labels, shard count, the manager's volume, the jobs' configs and addresses.
+//! labels, shard count, the manager's volume, the jobs' configs and addresses, and the
+//! Job that gathers the results from them.
 
 use serde_json::Value;
 use std::path::Path;
@@ -11,6 +12,7 @@ fn paper() -> (LabConfig, Vec<Value>) {
     let cfg = LabConfig::load(&path).unwrap();
     let opts = K8sOptions {
         shards: 6,
+        config_text: Some(std::fs::read_to_string(&path).unwrap()),
         ..K8sOptions::default()
     };
     let items = render(&cfg, &opts).unwrap();
@@ -35,8 +37,12 @@ fn paper_renders_a_manager_sharded_devices_and_a_job_per_config_entry() {
     assert_eq!(n, 20);
     assert_eq!(of(&items, "ConfigMap").len(), 1);
     assert_eq!(of(&items, "StatefulSet").len(), 2);
-    assert_eq!(of(&items, "Job").len(), n);
-    assert_eq!(of(&items, "Service").len(), n + 1);
+    assert_eq!(
+        of(&items, "Job").len(),
+        n + 1,
+        "a Job per FL job and the gatherer"
+    );
+    assert_eq!(of(&items, "Service").len(), n + 2);
     for i in &items {
         let name = i["metadata"]["name"].as_str().unwrap();
         assert_eq!(dns_label(name), name, "a DNS-1123 name");
@@ -85,11 +91,17 @@ fn paper_renders_a_manager_sharded_devices_and_a_job_per_config_entry() {
         "--compress 60",
         "--manager http://venn-manager:7070",
         "--seed 1",
+        "--stats-listen 0.0.0.0:7200",
     ] {
         assert!(cmd.contains(want), "{want} in {cmd}");
     }
     assert_eq!(dc["resources"]["requests"]["cpu"], "2");
     assert_eq!(dc["resources"]["requests"]["memory"], "2Gi");
+    // Headless, so that pod K is venn-devices-K.venn-devices for the gatherer.
+    let ds = named(&items, "Service", "venn-devices");
+    assert_eq!(ds["spec"]["clusterIP"], "None");
+    assert_eq!(ds["spec"]["ports"][0]["port"], 7200);
+    assert_eq!(d["spec"]["serviceName"], "venn-devices");
 
     // The jobs: a config each (which fl-job parses back), started at its arrival, found by
     // devices at its own Service.
@@ -114,6 +126,10 @@ fn paper_renders_a_manager_sharded_devices_and_a_job_per_config_entry() {
             "{run}"
         );
         assert!(run.contains(&format!("/config/{svc}.toml")));
+        assert!(
+            run.contains("--linger-s "),
+            "it waits to be gathered: {run}"
+        );
         assert!(args.contains(&svc.as_str()), "the manager allows {svc}");
         let s = named(&items, "Service", &svc);
         assert_eq!(s["spec"]["selector"]["venn.dev/job"], svc.as_str());
@@ -122,9 +138,35 @@ fn paper_renders_a_manager_sharded_devices_and_a_job_per_config_entry() {
             svc.as_str()
         );
     }
+    // The gatherer reads the experiment file from the ConfigMap (it parses back) and
+    // every job and device pod.
+    let back = cm["experiment.toml"].as_str().unwrap();
+    assert_eq!(
+        LabConfig::parse(back, Path::new("experiment.toml"))
+            .unwrap()
+            .name,
+        "paper"
+    );
+    let g = named(&items, "Job", "venn-gather");
+    let gpod = &g["spec"]["template"]["spec"];
+    let gcmd = gpod["containers"][0]["command"][2].as_str().unwrap();
+    assert!(
+        gcmd.starts_with(
+            "venn-lab gather /config/experiment.toml --manager http://venn-manager:7070"
+        )
+    );
+    assert_eq!(gcmd.matches(" --job http://job-").count(), n, "{gcmd}");
+    for k in 0..6 {
+        assert!(gcmd.contains(&format!(
+            "--devices http://venn-devices-{k}.venn-devices:7200"
+        )));
+    }
+    assert!(!gcmd.contains("venn-devices-6"));
+    assert!(gcmd.contains("--out /results"));
+    assert_eq!(gpod["volumes"][0]["configMap"]["name"], "venn-jobs");
     let doc = list(items);
     assert_eq!(doc["kind"], "List");
-    assert_eq!(doc["items"].as_array().unwrap().len(), 2 * n + 4);
+    assert_eq!(doc["items"].as_array().unwrap().len(), 2 * n + 6);
 }
 
 #[test]

@@ -136,7 +136,7 @@ pub async fn register_busy_jobs(base: &str) -> Result<(), ClientError> {
         };
         let job = client.register_job(&reg).await?;
         job.submit_round(&SubmitRound {
-            demand: 10_000_000,
+            demand: venn_api::manager::limits::MAX_DEMAND,
             deadline_s: 3600.0,
             min_response_fraction: 0.8,
         })

@@ -17,7 +17,9 @@ use crate::weights;
 /// One model's measurements.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchRow {
-    /// The model.
+    /// The model, written as its spec (`resnet18:16`, `mobilenet_v2:0.5`): the string the
+    /// CLI takes and the PyTorch reference prints.
+    #[serde(with = "model_spec")]
     pub model: ModelKind,
     /// Trainable parameters.
     pub params: usize,
@@ -33,6 +35,42 @@ pub struct BenchRow {
     pub serialize_ms: f64,
     /// Time to deserialise into a model, milliseconds (best of 3).
     pub deserialize_ms: f64,
+}
+
+/// [`ModelKind`] as its spec string.
+mod model_spec {
+    use crate::model::ModelKind;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &ModelKind, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(m)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ModelKind, D::Error> {
+        let spec = String::deserialize(d)?;
+        spec.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Version of [`BenchReport`]'s layout; bumped when a field changes meaning or goes.
+pub const BENCH_SCHEMA: u32 = 1;
+
+/// What `fl-job bench --json` writes: one run, with what it ran on, so that a script can
+/// compare runs (and refuse a layout it does not know by `schema`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    /// [`BENCH_SCHEMA`].
+    pub schema: u32,
+    /// The compute backend (`flex`, `wgpu`, …).
+    pub backend: String,
+    /// CPU threads the backend could use (`RAYON_NUM_THREADS`, else the cores).
+    pub threads: usize,
+    /// Mini-batch size.
+    pub batch_size: usize,
+    /// Seconds spent timing each of training and inference per model.
+    pub seconds: f64,
+    /// One row per model, in the order measured.
+    pub rows: Vec<BenchRow>,
 }
 
 /// Random images with random labels; speed does not depend on the data.
@@ -136,4 +174,66 @@ pub fn markdown(rows: &[BenchRow]) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+
+    #[test]
+    fn the_json_report_has_a_fixed_layout_with_models_as_specs() {
+        let report = BenchReport {
+            schema: BENCH_SCHEMA,
+            backend: "flex".into(),
+            threads: 2,
+            batch_size: 20,
+            seconds: 8.0,
+            rows: vec![BenchRow {
+                model: "mobilenet_v2:0.5".parse().unwrap(),
+                params: 766_814,
+                batch_size: 20,
+                train_samples_per_s: 30.5,
+                infer_samples_per_s: 264.7,
+                weight_bytes: 3_194_438,
+                serialize_ms: 2.5,
+                deserialize_ms: 1.7,
+            }],
+        };
+        let v = serde_json::to_value(&report).unwrap();
+        let keys = |o: &serde_json::Value| {
+            let mut k: Vec<String> = o.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(
+            keys(&v),
+            [
+                "backend",
+                "batch_size",
+                "rows",
+                "schema",
+                "seconds",
+                "threads"
+            ]
+        );
+        assert_eq!(
+            keys(&v["rows"][0]),
+            [
+                "batch_size",
+                "deserialize_ms",
+                "infer_samples_per_s",
+                "model",
+                "params",
+                "serialize_ms",
+                "train_samples_per_s",
+                "weight_bytes"
+            ]
+        );
+        assert_eq!(v["rows"][0]["model"], "mobilenet_v2:0.5");
+        assert_eq!(v["schema"], 1);
+        let back: BenchReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back, report);
+        let bad = serde_json::json!({"model": "vgg:1"});
+        assert!(serde_json::from_value::<BenchRow>(bad).is_err());
+    }
 }

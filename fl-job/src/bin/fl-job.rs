@@ -41,7 +41,8 @@ enum Cmd {
         /// Seconds spent timing each of training and inference per model.
         #[arg(long, default_value_t = 8.0)]
         seconds: f64,
-        /// Also write the rows as JSON here.
+        /// Also write the run as JSON here (`BenchReport`, schema 1: backend, threads,
+        /// batch_size, seconds, and rows with the model as its spec, e.g. resnet18:16).
         #[arg(long)]
         json: Option<PathBuf>,
     },
@@ -242,7 +243,15 @@ fn main() -> anyhow::Result<()> {
             );
             print!("{}", markdown(&rows));
             if let Some(path) = json {
-                std::fs::write(&path, serde_json::to_string_pretty(&rows)?)
+                let report = fl_job::bench::BenchReport {
+                    schema: fl_job::bench::BENCH_SCHEMA,
+                    backend: cli.backend.to_string(),
+                    threads: rayon_threads(),
+                    batch_size: batch,
+                    seconds,
+                    rows,
+                };
+                std::fs::write(&path, serde_json::to_string_pretty(&report)?)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
         }

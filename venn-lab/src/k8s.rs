@@ -136,6 +136,42 @@ fn service(name: &str, labels: &BTreeMap<String, String>, port: i32) -> Service 
     }
 }
 
+/// `/config` (the ConfigMap, read-only) and `/results` (scratch) of a job or gatherer pod.
+fn config_and_results_mounts() -> Vec<VolumeMount> {
+    vec![
+        VolumeMount {
+            name: "config".into(),
+            mount_path: "/config".into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        },
+        VolumeMount {
+            name: "results".into(),
+            mount_path: "/results".into(),
+            ..VolumeMount::default()
+        },
+    ]
+}
+
+/// The volumes behind [`config_and_results_mounts`].
+fn config_and_results_volumes() -> Vec<Volume> {
+    vec![
+        Volume {
+            name: "config".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: "venn-jobs".into(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        Volume {
+            name: "results".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        },
+    ]
+}
+
 /// The experiment's objects, in apply order.
 pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
     anyhow::ensure!(o.shards >= 1, "at least one device shard");
@@ -332,37 +368,11 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
                                 name: Some("http".into()),
                                 ..ContainerPort::default()
                             }]),
-                            volume_mounts: Some(vec![
-                                VolumeMount {
-                                    name: "config".into(),
-                                    mount_path: "/config".into(),
-                                    read_only: Some(true),
-                                    ..VolumeMount::default()
-                                },
-                                VolumeMount {
-                                    name: "results".into(),
-                                    mount_path: "/results".into(),
-                                    ..VolumeMount::default()
-                                },
-                            ]),
+                            volume_mounts: Some(config_and_results_mounts()),
                             resources: Some(requests(&o.job_cpu, &o.job_memory)),
                             ..Container::default()
                         }],
-                        volumes: Some(vec![
-                            Volume {
-                                name: "config".into(),
-                                config_map: Some(ConfigMapVolumeSource {
-                                    name: "venn-jobs".into(),
-                                    ..ConfigMapVolumeSource::default()
-                                }),
-                                ..Volume::default()
-                            },
-                            Volume {
-                                name: "results".into(),
-                                empty_dir: Some(EmptyDirVolumeSource::default()),
-                                ..Volume::default()
-                            },
-                        ]),
+                        volumes: Some(config_and_results_volumes()),
                         ..PodSpec::default()
                     }),
                 },
@@ -418,37 +428,11 @@ fn gather_job(
                         name: "gather".into(),
                         image: Some(o.image.clone()),
                         command: Some(vec!["sh".into(), "-c".into(), cmd]),
-                        volume_mounts: Some(vec![
-                            VolumeMount {
-                                name: "config".into(),
-                                mount_path: "/config".into(),
-                                read_only: Some(true),
-                                ..VolumeMount::default()
-                            },
-                            VolumeMount {
-                                name: "results".into(),
-                                mount_path: "/results".into(),
-                                ..VolumeMount::default()
-                            },
-                        ]),
+                        volume_mounts: Some(config_and_results_mounts()),
                         resources: Some(requests("100m", "128Mi")),
                         ..Container::default()
                     }],
-                    volumes: Some(vec![
-                        Volume {
-                            name: "config".into(),
-                            config_map: Some(ConfigMapVolumeSource {
-                                name: "venn-jobs".into(),
-                                ..ConfigMapVolumeSource::default()
-                            }),
-                            ..Volume::default()
-                        },
-                        Volume {
-                            name: "results".into(),
-                            empty_dir: Some(EmptyDirVolumeSource::default()),
-                            ..Volume::default()
-                        },
-                    ]),
+                    volumes: Some(config_and_results_volumes()),
                     ..PodSpec::default()
                 }),
             },

@@ -11,10 +11,6 @@
 //! projections) train as matrix products: Burn differentiates a convolution with a transposed
 //! convolution and a batch-as-channels convolution, which for a 1 × 1 kernel cost 2–10× the
 //! matrix products that compute the same gradients. The weights keep the `Conv2d` layout.
-//!
-//! ReLU6 trains as `6 − relu(6 − relu(x))` ([`relu6_train`]): Burn differentiates `clamp`
-//! with comparison masks and `mask_fill`, which on flex was the largest single item of a
-//! MobileNet-V2 training step.
 
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
@@ -82,22 +78,10 @@ impl ConvBn {
         };
         match self.act {
             1 => relu(x),
-            2 if training => relu6_train(x),
             2 => x.clamp(0.0, 6.0),
             _ => x,
         }
     }
-}
-
-/// ReLU6 from two ReLUs, `6 − relu(6 − relu(x))`, for training.
-///
-/// Its backward is ReLU's (one vectorised pass each), where `clamp`'s builds two
-/// comparison masks and runs `mask_fill`, whose flex kernel took 18 % of a MobileNet-V2 ×1.0
-/// training step (perf, one thread). The value is `clamp(x, 0, 6)` within 4.8e-7 (two
-/// roundings below 6); the gradient is the same 1 inside (0, 6) and 0 outside, with
-/// PyTorch's choice (0) at the kinks.
-pub(crate) fn relu6_train<const D: usize>(x: Tensor<D>) -> Tensor<D> {
-    relu(relu(x).neg().add_scalar(6.0)).neg().add_scalar(6.0)
 }
 
 /// A bias-free, unpadded 1 × 1 convolution with stride as a matrix product over channels.
@@ -222,25 +206,6 @@ mod tests {
         );
         assert!(max_diff(bn.running_mean.value(), burn_bn.running_mean.value()) < 1e-6);
         assert!(max_diff(bn.running_var.value(), burn_bn.running_var.value()) < 1e-5);
-    }
-
-    /// ReLU6 from two ReLUs: the value within the stated 4.8e-7 of `clamp(0, 6)`, the
-    /// gradient equal, over inputs spread across both kinks.
-    #[test]
-    fn relu6_train_matches_clamp() {
-        let device = crate::Backend::Flex.device().autodiff();
-        let x = Tensor::<4>::random([4, 8, 9, 9], Distribution::Uniform(-4.0, 10.0), &device)
-            .require_grad();
-        let upstream = Tensor::<4>::random([4, 8, 9, 9], Distribution::Default, &device);
-        let ours = relu6_train(x.clone());
-        let theirs = x.clone().clamp(0.0, 6.0);
-        assert!(max_diff(ours.clone(), theirs.clone()) <= 4.8e-7);
-        let g_ours = (ours * upstream.clone()).sum().backward();
-        let g_theirs = (theirs * upstream).sum().backward();
-        assert_eq!(
-            max_diff(x.grad(&g_ours).unwrap(), x.grad(&g_theirs).unwrap()),
-            0.0
-        );
     }
 
     /// Both layouts of the 1 × 1 product, with and without stride, match `Conv2d` in value and

@@ -63,6 +63,11 @@ pub struct BenchReport {
     pub schema: u32,
     /// The compute backend (`flex`, `wgpu`, …).
     pub backend: String,
+    /// Whose CPU kernels ran the convolutions and BatchNorm: `fl-job` (the default, see
+    /// [`crate::set_cpu_kernels`]) or `burn` (`--burn-ops`). Added within schema 1: reports
+    /// from before it existed ran Burn's ops, so they read as `burn`.
+    #[serde(default = "burn_kernels")]
+    pub kernels: String,
     /// CPU threads the backend could use (`RAYON_NUM_THREADS`, else the cores).
     pub threads: usize,
     /// Mini-batch size.
@@ -71,6 +76,10 @@ pub struct BenchReport {
     pub seconds: f64,
     /// One row per model, in the order measured.
     pub rows: Vec<BenchRow>,
+}
+
+fn burn_kernels() -> String {
+    "burn".into()
 }
 
 /// Random images with random labels; speed does not depend on the data.
@@ -185,6 +194,7 @@ mod json_tests {
         let report = BenchReport {
             schema: BENCH_SCHEMA,
             backend: "flex".into(),
+            kernels: "fl-job".into(),
             threads: 2,
             batch_size: 20,
             seconds: 8.0,
@@ -210,6 +220,7 @@ mod json_tests {
             [
                 "backend",
                 "batch_size",
+                "kernels",
                 "rows",
                 "schema",
                 "seconds",

@@ -31,6 +31,6 @@ pub use config::TrainConfig;
 pub use error::FlError;
 pub use eval::{EvalStats, evaluate};
 pub use fedavg::fedavg;
-pub use model::{Model, ModelKind};
+pub use model::{Model, ModelKind, cpu_kernels, set_cpu_kernels};
 pub use tensors::{NamedTensor, read_shapes, read_tensors, trainable_params, write_tensors};
 pub use train::{TrainStats, train_local, train_local_with};

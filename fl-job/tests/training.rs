@@ -111,3 +111,81 @@ fn training_steps_and_epochs_are_honoured() {
     let (_, stats) = train_local(m, data.view(), &more, &device()).unwrap();
     assert_eq!(stats.steps, 5);
 }
+
+/// fl-job's CPU kernels (convolutions, BatchNorm + activation) and Burn's ops give the same
+/// gradients through whole models. One plain SGD step (lr 1, no momentum) from the same
+/// weights on the same batch moves every parameter by its gradient.
+///
+/// How close is "the same": at initialisation MobileNet-V2's gradients are ill-conditioned
+/// (late 2 × 2 stages, 16 samples), so rounding alone moves some of them by 1–3 %. The
+/// yardstick is therefore Burn against itself: the same step with the stem's weights scaled
+/// by 1 + 1e-6, which BatchNorm makes an identical function in exact arithmetic. Ours may
+/// differ from Burn by at most twice that, plus 1e-4 of the tensor's largest gradient (or of
+/// 0.01 where that is smaller).
+#[test]
+fn cpu_kernels_and_burn_ops_give_the_same_gradients() {
+    let _rng = rng_lock();
+    let data = samples(16, 4);
+    let cfg = TrainConfig {
+        lr: 1.0,
+        momentum: 0.0,
+        batch_size: 16,
+        max_steps: Some(1),
+        ..Default::default()
+    };
+    for kind in [TINY_RESNET, TINY_MOBILENET] {
+        device().seed(11);
+        let start = model(kind);
+        let mut tensors = fl_job::read_tensors(&start).unwrap();
+        let stem = tensors
+            .iter_mut()
+            .find(|t| t.path.ends_with("stem.conv.weight"))
+            .expect("a stem convolution");
+        stem.values.iter_mut().for_each(|v| *v *= 1.0 + 1e-6);
+        let twin = fl_job::write_tensors(model(kind), tensors).unwrap();
+
+        // Each parameter's move in one step, i.e. its gradient.
+        let step = |from: &fl_job::Model, kernels: bool| {
+            fl_job::set_cpu_kernels(kernels);
+            let (m, stats) = train_local(from.clone(), data.view(), &cfg, &device()).unwrap();
+            fl_job::set_cpu_kernels(true);
+            let before = fl_job::read_tensors(from).unwrap();
+            let after = fl_job::read_tensors(&m).unwrap();
+            let moves: Vec<(String, Vec<f32>)> = before
+                .into_iter()
+                .zip(after)
+                // Clones share BatchNorm running statistics, so only parameters count.
+                .filter(|(b, _)| !b.path.contains("running"))
+                .map(|(b, a)| {
+                    let d = b.values.iter().zip(&a.values).map(|(x, y)| x - y).collect();
+                    (b.path, d)
+                })
+                .collect();
+            (moves, stats.last_loss)
+        };
+        let (ours, loss_ours) = step(&start, true);
+        let (burn, loss_burn) = step(&start, false);
+        let (burn_twin, _) = step(&twin, false);
+        assert!(
+            (loss_ours - loss_burn).abs() < 1e-4 * loss_burn.abs().max(1.0),
+            "{kind}: loss {loss_ours} vs {loss_burn}"
+        );
+        let worst = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .fold(0.0f32, |m, (x, y)| m.max((x - y).abs()))
+        };
+        assert!(ours.len() > 20, "{kind}: only {} tensors", ours.len());
+        for (((path, o), (_, b)), (_, t)) in ours.iter().zip(&burn).zip(&burn_twin) {
+            // At least 1e-2: some gradients are zero in exact arithmetic (a BatchNorm shift
+            // that the next BatchNorm subtracts again) and hold only rounding noise.
+            let scale = b.iter().fold(1e-2f32, |m, v| m.max(v.abs()));
+            let (ours_off, burn_off) = (worst(o, b), worst(b, t));
+            assert!(
+                ours_off <= 2.0 * burn_off + 1e-4 * scale,
+                "{kind}: {path}: ours differ from Burn by {ours_off:.3e}, Burn from itself by \
+                 {burn_off:.3e} (largest gradient {scale:.3e})"
+            );
+        }
+    }
+}

@@ -45,6 +45,10 @@ enum Cmd {
         /// batch_size, seconds, and rows with the model as its spec, e.g. resnet18:16).
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Run the convolutions and BatchNorm on Burn's own ops instead of fl-job's CPU
+        /// kernels, to measure what the kernels gain.
+        #[arg(long)]
+        burn_ops: bool,
     },
     /// Train on all writers' train data, test on their test data; write CSV + PNG.
     Centralized {
@@ -223,7 +227,10 @@ fn main() -> anyhow::Result<()> {
             batch,
             seconds,
             json,
+            burn_ops,
         } => {
+            fl_job::set_cpu_kernels(!burn_ops);
+            let kernels = if burn_ops { "burn" } else { "fl-job" };
             let bar = ProgressBar::new(models.len() as u64).with_style(
                 ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")?,
             );
@@ -237,7 +244,7 @@ fn main() -> anyhow::Result<()> {
             }
             bar.finish_and_clear();
             println!(
-                "backend: {}, batch {batch}, rayon threads: {}",
+                "backend: {}, kernels: {kernels}, batch {batch}, rayon threads: {}",
                 cli.backend,
                 rayon_threads()
             );
@@ -246,6 +253,7 @@ fn main() -> anyhow::Result<()> {
                 let report = fl_job::bench::BenchReport {
                     schema: fl_job::bench::BENCH_SCHEMA,
                     backend: cli.backend.to_string(),
+                    kernels: kernels.into(),
                     threads: rayon_threads(),
                     batch_size: batch,
                     seconds,

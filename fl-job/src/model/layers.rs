@@ -18,6 +18,8 @@ use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, s};
 
+use super::bn_op;
+
 /// The activation after a [`ConvBn`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Act {
@@ -66,20 +68,38 @@ impl ConvBn {
         // The same condition as `BatchNorm::forward` for using batch statistics.
         let training = x.is_autodiff() && self.bn.training.is_enabled();
         let pointwise = self.conv.kernel_size == [1, 1] && self.conv.groups == 1;
-        let x = if training && pointwise {
+        let x = if let Some(y) = super::conv_op::conv2d(&self.conv, &x) {
+            y
+        } else if training && pointwise {
             conv1x1_train(&self.conv, x)
         } else {
             self.conv.forward(x)
         };
+        let act = match self.act {
+            1 => Act::Relu,
+            2 => Act::Relu6,
+            _ => Act::None,
+        };
+        if training && super::cpu_kernels() {
+            let bn = &self.bn;
+            if let Some(out) =
+                bn_op::bn_act_train(&x, &bn.gamma.val(), &bn.beta.val(), bn.epsilon, act)
+            {
+                let device = out.y.device();
+                let stat = |v: &[f32]| Tensor::<1>::from_floats(v, &device);
+                update_running(bn, stat(&out.mean), stat(&out.var));
+                return out.y;
+            }
+        }
         let x = if training {
             batch_norm_train(&self.bn, x)
         } else {
             self.bn.forward(x)
         };
-        match self.act {
-            1 => relu(x),
-            2 => x.clamp(0.0, 6.0),
-            _ => x,
+        match act {
+            Act::Relu => relu(x),
+            Act::Relu6 => x.clamp(0.0, 6.0),
+            Act::None => x,
         }
     }
 }
@@ -138,23 +158,29 @@ fn batch_norm_train(bn: &BatchNorm, x: Tensor<4>) -> Tensor<4> {
         bn.gamma.val().reshape([1, c, 1]) * var.clone().add_scalar(bn.epsilon).sqrt().recip();
     let y = centred * scale + bn.beta.val().reshape([1, c, 1]);
 
-    let device = y.device();
+    update_running(bn, mean.detach().reshape([c]), var.detach().reshape([c]));
+    y.reshape([n, c, h, w])
+}
+
+/// Moves the running statistics towards this batch's mean and biased variance by the
+/// layer's momentum, as `BatchNorm::forward` does in training.
+fn update_running(bn: &BatchNorm, mean: Tensor<1>, var: Tensor<1>) {
+    let device = mean.device();
     let m = bn.momentum;
     let running_mean = bn.running_mean.value_sync().to_device(&device);
     let running_var = bn.running_var.value_sync().to_device(&device);
     bn.running_mean.update(
         running_mean
             .mul_scalar(1.0 - m)
-            .add(mean.detach().reshape([c]).mul_scalar(m))
+            .add(mean.mul_scalar(m))
             .detach(),
     );
     bn.running_var.update(
         running_var
             .mul_scalar(1.0 - m)
-            .add(var.detach().reshape([c]).mul_scalar(m))
+            .add(var.mul_scalar(m))
             .detach(),
     );
-    y.reshape([n, c, h, w])
 }
 
 #[cfg(test)]

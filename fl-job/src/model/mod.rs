@@ -1,11 +1,15 @@
 //! The models a job can train, named by [`ModelKind`] (architecture + width).
 
+mod bn_op;
+mod conv_kernels;
+mod conv_op;
 mod layers;
 mod mobilenet;
 mod resnet;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
@@ -15,6 +19,22 @@ pub use mobilenet::{InvertedResidual, MobileNetV2};
 pub use resnet::{BasicBlock, ResNet};
 
 use crate::error::FlError;
+
+static CPU_KERNELS: AtomicBool = AtomicBool::new(true);
+
+/// Chooses, for the whole process, whether the models' convolutions and training-mode
+/// BatchNorm + activation run on fl-job's own CPU kernels (the default) or on Burn's ops.
+/// Only the `flex` backend has the kernels; others always use Burn's ops. Turning them off
+/// is for measuring what they gain (`fl-job bench --burn-ops`) and for tests that compare
+/// the two; the gradients agree (see `tests/training.rs`).
+pub fn set_cpu_kernels(enabled: bool) {
+    CPU_KERNELS.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether fl-job's own CPU kernels are in use (see [`set_cpu_kernels`]).
+pub fn cpu_kernels() -> bool {
+    CPU_KERNELS.load(Ordering::Relaxed)
+}
 
 /// FEMNIST's class count, the models' output size.
 pub const NUM_CLASSES: usize = datasets::NUM_CLASSES;

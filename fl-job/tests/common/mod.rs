@@ -35,7 +35,15 @@ pub fn samples(n: usize, classes: u8) -> Samples {
     let mut s = Samples::default();
     for i in 0..n {
         let label = (i % classes as usize) as u8;
-        let mut img = vec![255u8; IMAGE_PIXELS];
+        // A light, deterministic texture on the background: on a perfectly blank background
+        // whole channels are constant over the batch, BatchNorm divides rounding noise by
+        // √ε, and any two correct implementations drift apart (see `tests/training.rs`).
+        let mut img: Vec<u8> = (0..IMAGE_PIXELS)
+            .map(|p| {
+                let h = (p as u32 ^ (i as u32).wrapping_mul(0x9E37_79B9)).wrapping_mul(0x85EB_CA6B);
+                255 - (h >> 27) as u8
+            })
+            .collect();
         let row = 2 + 3 * label as usize % 24;
         for c in 4..24 {
             img[row * 28 + c] = 0;

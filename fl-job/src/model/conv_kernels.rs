@@ -1,0 +1,772 @@
+//! CPU convolution kernels on contiguous NCHW `f32` slices: forward, input gradient and
+//! weight gradient, for dense convolutions (im2col + GEMM) and depthwise ones (direct loops).
+//!
+//! Why our own: on Burn's `flex` backend a 3 × 3 convolution's backward is a transposed
+//! convolution (GEMM + col2im scatter over NHWC copies) plus a batch-as-channels convolution,
+//! and about half of a training step was data movement around the GEMMs (profile in
+//! `fl-job/TRAINING.md`). Here the weight gradient is one GEMM against the im2col matrix, the
+//! input gradient one GEMM then a col2im into NCHW, and nothing changes layout.
+//!
+//! Parallelism is over the batch: the samples are cut into one chunk per rayon thread and
+//! each chunk runs its GEMMs single-threaded (`gemm::Parallelism::None`), so threads never
+//! wait on each other inside a layer. Within a chunk, samples whose output maps are small
+//! (ResNet's 4 × 4 stage) are stacked side by side so that each GEMM stays wide.
+//!
+//! The autodiff glue that calls these lives in `conv_op.rs`; the kernels know nothing of Burn.
+
+use rayon::prelude::*;
+
+/// The shape of one convolution: input `[n, cin, h, w]`, weight `[cout, cin / groups, k, k]`,
+/// symmetric zero padding `pad`, equal strides. `groups` is 1 (dense) or `cin` with
+/// `cout == cin` (depthwise); other groupings are not handled here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geom {
+    pub n: usize,
+    pub cin: usize,
+    pub h: usize,
+    pub w: usize,
+    pub cout: usize,
+    pub k: usize,
+    pub stride: usize,
+    pub pad: usize,
+    pub depthwise: bool,
+}
+
+impl Geom {
+    /// Output height.
+    pub fn ho(&self) -> usize {
+        (self.h + 2 * self.pad - self.k) / self.stride + 1
+    }
+
+    /// Output width.
+    pub fn wo(&self) -> usize {
+        (self.w + 2 * self.pad - self.k) / self.stride + 1
+    }
+
+    /// Rows of the im2col matrix (dense): `cin · k · k`.
+    fn kdim(&self) -> usize {
+        self.cin * self.k * self.k
+    }
+
+    fn in_len(&self) -> usize {
+        self.cin * self.h * self.w
+    }
+
+    fn out_len(&self) -> usize {
+        self.cout * self.ho() * self.wo()
+    }
+
+    /// Weight elements.
+    pub fn weight_len(&self) -> usize {
+        if self.depthwise {
+            self.cout * self.k * self.k
+        } else {
+            self.cout * self.kdim()
+        }
+    }
+
+    /// 1 × 1, stride 1, no padding: the input already is the im2col matrix.
+    fn pointwise(&self) -> bool {
+        self.k == 1 && self.stride == 1 && self.pad == 0
+    }
+
+    /// The im2col matrix is the sample itself: pointwise and one sample per GEMM.
+    fn direct(&self, stack: usize) -> bool {
+        self.pointwise() && stack == 1
+    }
+
+    /// Samples per chunk: one chunk per rayon thread.
+    fn chunk(&self) -> usize {
+        self.n.div_ceil(rayon::current_num_threads().max(1)).max(1)
+    }
+
+    /// Samples stacked into one GEMM so that its width reaches a few hundred columns.
+    fn stack(&self, chunk: usize) -> usize {
+        let spatial = self.ho() * self.wo();
+        256usize.div_ceil(spatial).clamp(1, chunk)
+    }
+}
+
+/// The output columns `lo..hi` whose input column `ow·stride + kw − pad` lies inside `0..w`.
+fn valid_cols(g: &Geom, kw: usize, out: usize, size: usize) -> (usize, usize) {
+    let shift = kw as isize - g.pad as isize;
+    let s = g.stride as isize;
+    // ow·s + shift ≥ 0  ⇔  ow ≥ ceil(−shift / s)
+    let lo = if shift >= 0 {
+        0
+    } else {
+        ((-shift) + s - 1) / s
+    };
+    // ow·s + shift ≤ size − 1  ⇔  ow ≤ floor((size − 1 − shift) / s)
+    let last = size as isize - 1 - shift;
+    let hi = if last < 0 { 0 } else { last / s + 1 };
+    let hi = (hi as usize).min(out);
+    let lo = (lo as usize).min(hi);
+    (lo, hi)
+}
+
+/// Input row for output row `oh` and kernel row `kh`, if inside the image.
+fn input_row(g: &Geom, oh: usize, kh: usize) -> Option<usize> {
+    let ih = (oh * g.stride + kh) as isize - g.pad as isize;
+    (ih >= 0 && (ih as usize) < g.h).then_some(ih as usize)
+}
+
+/// Writes one sample's im2col matrix `[cin·k·k, ho·wo]` into `col`, whose rows are `ld` long,
+/// starting at column `off`.
+fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
+    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+    for c in 0..g.cin {
+        let plane = &x[c * g.h * g.w..(c + 1) * g.h * g.w];
+        for kh in 0..k {
+            for kw in 0..k {
+                let row = (c * k + kh) * k + kw;
+                let dst = &mut col[row * ld + off..row * ld + off + ho * wo];
+                let (lo, hi) = valid_cols(g, kw, wo, g.w);
+                for oh in 0..ho {
+                    let d = &mut dst[oh * wo..(oh + 1) * wo];
+                    let Some(ih) = input_row(g, oh, kh) else {
+                        d.fill(0.0);
+                        continue;
+                    };
+                    let src = &plane[ih * g.w..(ih + 1) * g.w];
+                    d[..lo].fill(0.0);
+                    d[hi..].fill(0.0);
+                    if lo < hi {
+                        let first = lo * g.stride + kw - g.pad;
+                        if g.stride == 1 {
+                            d[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
+                        } else {
+                            for (o, v) in d[lo..hi]
+                                .iter_mut()
+                                .zip(src[first..].iter().step_by(g.stride))
+                            {
+                                *o = *v;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Adds one sample's column gradient (`[cin·k·k, ho·wo]`, rows `ld` long, from column `off`)
+/// back onto the input gradient `dx` (`[cin, h, w]`): the transpose of [`im2col`].
+fn col2im_add(g: &Geom, col: &[f32], ld: usize, off: usize, dx: &mut [f32]) {
+    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+    for c in 0..g.cin {
+        let plane = &mut dx[c * g.h * g.w..(c + 1) * g.h * g.w];
+        for kh in 0..k {
+            for kw in 0..k {
+                let row = (c * k + kh) * k + kw;
+                let srcrow = &col[row * ld + off..row * ld + off + ho * wo];
+                let (lo, hi) = valid_cols(g, kw, wo, g.w);
+                if lo >= hi {
+                    continue;
+                }
+                let first = lo * g.stride + kw - g.pad;
+                for oh in 0..ho {
+                    let Some(ih) = input_row(g, oh, kh) else {
+                        continue;
+                    };
+                    let s = &srcrow[oh * wo + lo..oh * wo + hi];
+                    let d = &mut plane[ih * g.w..(ih + 1) * g.w];
+                    if g.stride == 1 {
+                        for (o, v) in d[first..first + (hi - lo)].iter_mut().zip(s) {
+                            *o += *v;
+                        }
+                    } else {
+                        for (o, v) in d[first..].iter_mut().step_by(g.stride).zip(s) {
+                            *o += *v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A strided read-only matrix view for [`matmul`].
+#[derive(Clone, Copy)]
+struct Mat<'a> {
+    data: &'a [f32],
+    rows: usize,
+    cols: usize,
+    /// Row and column strides, in elements.
+    rs: usize,
+    cs: usize,
+}
+
+impl Mat<'_> {
+    /// Whether every element lies inside `data` (checked before the unsafe GEMM).
+    fn fits(&self) -> bool {
+        self.rows == 0
+            || self.cols == 0
+            || (self.rows - 1) * self.rs + (self.cols - 1) * self.cs < self.data.len()
+    }
+}
+
+/// `dst[rows × cols, row stride dst_rs] (+)= a · b`, single-threaded.
+#[allow(unsafe_code)]
+fn matmul(dst: &mut [f32], dst_rs: usize, a: Mat<'_>, b: Mat<'_>, accumulate: bool) {
+    let (m, n, k) = (a.rows, b.cols, a.cols);
+    assert_eq!(a.cols, b.rows, "matmul: inner dimensions differ");
+    assert!(a.fits() && b.fits(), "matmul: operand view out of bounds");
+    assert!(
+        m == 0 || n == 0 || (m - 1) * dst_rs + n <= dst.len(),
+        "matmul: destination too small"
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for r in 0..m {
+                dst[r * dst_rs..r * dst_rs + n].fill(0.0);
+            }
+        }
+        return;
+    }
+    // SAFETY: the asserts above keep every index the GEMM touches inside the three slices;
+    // `dst` is borrowed mutably, so it cannot alias `a` or `b`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            dst_rs as isize,
+            accumulate,
+            a.data.as_ptr(),
+            a.cs as isize,
+            a.rs as isize,
+            b.data.as_ptr(),
+            b.cs as isize,
+            b.rs as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+/// Forward convolution: `x` `[n, cin, h, w]`, `weight` `[cout, cin/groups, k, k]` →
+/// `[n, cout, ho, wo]`.
+pub(crate) fn forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
+    assert_eq!(x.len(), g.n * g.in_len(), "conv forward: input length");
+    assert_eq!(weight.len(), g.weight_len(), "conv forward: weight length");
+    if g.depthwise {
+        return depthwise_forward(g, x, weight);
+    }
+    let mut out = vec![0.0f32; g.n * g.out_len()];
+    let chunk = g.chunk();
+    out.par_chunks_mut(chunk * g.out_len())
+        .zip(x.par_chunks(chunk * g.in_len()))
+        .for_each(|(out, xs)| forward_chunk(g, xs, weight, out));
+    out
+}
+
+fn forward_chunk(g: &Geom, xs: &[f32], weight: &[f32], out: &mut [f32]) {
+    let samples = xs.len() / g.in_len();
+    let spatial = g.ho() * g.wo();
+    let stack = g.stack(samples);
+    let kdim = g.kdim();
+    let w = Mat {
+        data: weight,
+        rows: g.cout,
+        cols: kdim,
+        rs: kdim,
+        cs: 1,
+    };
+    let mut col = if g.direct(stack) {
+        Vec::new()
+    } else {
+        vec![0.0f32; kdim * stack * spatial]
+    };
+    let mut tmp = vec![
+        0.0f32;
+        if stack > 1 {
+            g.cout * stack * spatial
+        } else {
+            0
+        }
+    ];
+    for s0 in (0..samples).step_by(stack) {
+        let gs = stack.min(samples - s0);
+        let ld = gs * spatial;
+        let cols: &[f32] = if g.direct(stack) {
+            &xs[s0 * g.in_len()..(s0 + 1) * g.in_len()]
+        } else {
+            for j in 0..gs {
+                let xj = &xs[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
+                im2col(g, xj, &mut col, ld, j * spatial);
+            }
+            &col
+        };
+        let b = Mat {
+            data: cols,
+            rows: kdim,
+            cols: ld,
+            rs: ld,
+            cs: 1,
+        };
+        if gs == 1 {
+            let dst = &mut out[s0 * g.out_len()..(s0 + 1) * g.out_len()];
+            matmul(dst, spatial, w, b, false);
+        } else {
+            matmul(&mut tmp, ld, w, b, false);
+            // `[cout, gs·spatial]` → `gs × [cout, spatial]`.
+            for j in 0..gs {
+                let o = &mut out[(s0 + j) * g.out_len()..(s0 + j + 1) * g.out_len()];
+                for co in 0..g.cout {
+                    o[co * spatial..(co + 1) * spatial]
+                        .copy_from_slice(&tmp[co * ld + j * spatial..co * ld + (j + 1) * spatial]);
+                }
+            }
+        }
+    }
+}
+
+/// Gradients of a convolution with respect to its input and its weight, each only if asked for.
+pub(crate) fn backward(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    grad_out: &[f32],
+    want_dx: bool,
+    want_dw: bool,
+) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
+    assert_eq!(x.len(), g.n * g.in_len(), "conv backward: input length");
+    assert_eq!(weight.len(), g.weight_len(), "conv backward: weight length");
+    assert_eq!(
+        grad_out.len(),
+        g.n * g.out_len(),
+        "conv backward: grad length"
+    );
+    if g.depthwise {
+        return depthwise_backward(g, x, weight, grad_out, want_dx, want_dw);
+    }
+    let chunk = g.chunk();
+    let (xc, gc) = (chunk * g.in_len(), chunk * g.out_len());
+    let mut dx = want_dx.then(|| vec![0.0f32; g.n * g.in_len()]);
+    let partials: Vec<Option<Vec<f32>>> = match dx.as_mut() {
+        Some(dx) => dx
+            .par_chunks_mut(xc)
+            .zip(x.par_chunks(xc))
+            .zip(grad_out.par_chunks(gc))
+            .map(|((dx, xs), gs)| backward_chunk(g, xs, weight, gs, Some(dx), want_dw))
+            .collect(),
+        None => x
+            .par_chunks(xc)
+            .zip(grad_out.par_chunks(gc))
+            .map(|(xs, gs)| backward_chunk(g, xs, weight, gs, None, want_dw))
+            .collect(),
+    };
+    let dw = want_dw.then(|| sum_partials(partials, g.weight_len()));
+    (dx, dw)
+}
+
+/// Sums per-chunk weight gradients.
+fn sum_partials(partials: Vec<Option<Vec<f32>>>, len: usize) -> Vec<f32> {
+    let mut it = partials.into_iter().flatten();
+    let mut total = it.next().unwrap_or_else(|| vec![0.0; len]);
+    for p in it {
+        for (t, v) in total.iter_mut().zip(&p) {
+            *t += *v;
+        }
+    }
+    total
+}
+
+fn backward_chunk(
+    g: &Geom,
+    xs: &[f32],
+    weight: &[f32],
+    gouts: &[f32],
+    mut dx: Option<&mut [f32]>,
+    want_dw: bool,
+) -> Option<Vec<f32>> {
+    let samples = xs.len() / g.in_len();
+    let spatial = g.ho() * g.wo();
+    let stack = g.stack(samples);
+    let kdim = g.kdim();
+    let mut dw = want_dw.then(|| vec![0.0f32; g.cout * kdim]);
+    let mut col = if want_dw && !g.direct(stack) {
+        vec![0.0f32; kdim * stack * spatial]
+    } else {
+        Vec::new()
+    };
+    let mut dcol = if dx.is_some() && !g.direct(stack) {
+        vec![0.0f32; kdim * stack * spatial]
+    } else {
+        Vec::new()
+    };
+    let mut gtmp = vec![
+        0.0f32;
+        if stack > 1 {
+            g.cout * stack * spatial
+        } else {
+            0
+        }
+    ];
+    // Wᵀ as a `[kdim, cout]` view of the `[cout, kdim]` weight.
+    let wt = Mat {
+        data: weight,
+        rows: kdim,
+        cols: g.cout,
+        rs: 1,
+        cs: kdim,
+    };
+    for s0 in (0..samples).step_by(stack) {
+        let gs = stack.min(samples - s0);
+        let ld = gs * spatial;
+        // The output gradient of these samples as one `[cout, ld]` matrix.
+        let gmat: &[f32] = if gs == 1 {
+            &gouts[s0 * g.out_len()..(s0 + 1) * g.out_len()]
+        } else {
+            for j in 0..gs {
+                let gj = &gouts[(s0 + j) * g.out_len()..(s0 + j + 1) * g.out_len()];
+                for co in 0..g.cout {
+                    gtmp[co * ld + j * spatial..co * ld + (j + 1) * spatial]
+                        .copy_from_slice(&gj[co * spatial..(co + 1) * spatial]);
+                }
+            }
+            &gtmp
+        };
+        let gm = Mat {
+            data: gmat,
+            rows: g.cout,
+            cols: ld,
+            rs: ld,
+            cs: 1,
+        };
+        if let Some(dw) = dw.as_mut() {
+            let cols: &[f32] = if g.direct(stack) {
+                &xs[s0 * g.in_len()..(s0 + 1) * g.in_len()]
+            } else {
+                for j in 0..gs {
+                    let xj = &xs[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
+                    im2col(g, xj, &mut col, ld, j * spatial);
+                }
+                &col
+            };
+            // dW[cout, kdim] += G[cout, ld] · colᵀ[ld, kdim]
+            let colt = Mat {
+                data: cols,
+                rows: ld,
+                cols: kdim,
+                rs: 1,
+                cs: ld,
+            };
+            matmul(dw, kdim, gm, colt, true);
+        }
+        if let Some(dx) = dx.as_deref_mut() {
+            if g.direct(stack) {
+                // The column gradient is the input gradient itself.
+                let d = &mut dx[s0 * g.in_len()..(s0 + 1) * g.in_len()];
+                matmul(d, ld, wt, gm, false);
+            } else {
+                // dcol[kdim, ld] = Wᵀ · G, then back onto the input.
+                matmul(&mut dcol, ld, wt, gm, false);
+                for j in 0..gs {
+                    let d = &mut dx[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
+                    col2im_add(g, &dcol, ld, j * spatial, d);
+                }
+            }
+        }
+    }
+    dw
+}
+
+/// Depthwise forward: each channel convolved with its own `k × k` filter.
+fn depthwise_forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
+    let (ho, wo, kk) = (g.ho(), g.wo(), g.k * g.k);
+    let plane_in = g.h * g.w;
+    let mut out = vec![0.0f32; g.n * g.out_len()];
+    out.par_chunks_mut(ho * wo)
+        .zip(x.par_chunks(plane_in))
+        .enumerate()
+        .for_each(|(i, (o, xp))| {
+            let c = i % g.cin;
+            depthwise_plane_forward(g, xp, &weight[c * kk..(c + 1) * kk], o);
+        });
+    out
+}
+
+fn depthwise_plane_forward(g: &Geom, x: &[f32], wk: &[f32], out: &mut [f32]) {
+    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+    for kh in 0..k {
+        for kw in 0..k {
+            let wv = wk[kh * k + kw];
+            let (lo, hi) = valid_cols(g, kw, wo, g.w);
+            if lo >= hi {
+                continue;
+            }
+            let first = lo * g.stride + kw - g.pad;
+            for oh in 0..ho {
+                let Some(ih) = input_row(g, oh, kh) else {
+                    continue;
+                };
+                let src = &x[ih * g.w..(ih + 1) * g.w];
+                let o = &mut out[oh * wo + lo..oh * wo + hi];
+                if g.stride == 1 {
+                    for (o, v) in o.iter_mut().zip(&src[first..first + (hi - lo)]) {
+                        *o += wv * *v;
+                    }
+                } else {
+                    for (o, v) in o.iter_mut().zip(src[first..].iter().step_by(g.stride)) {
+                        *o += wv * *v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Depthwise gradients: per (sample, channel) plane the input gradient and that plane's share
+/// of the filter gradient, then the shares summed over the batch.
+fn depthwise_backward(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    grad_out: &[f32],
+    want_dx: bool,
+    want_dw: bool,
+) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
+    let (ho, wo, kk) = (g.ho(), g.wo(), g.k * g.k);
+    let plane_in = g.h * g.w;
+    let planes = g.n * g.cin;
+    let mut dx = want_dx.then(|| vec![0.0f32; g.n * g.in_len()]);
+    let mut shares = vec![0.0f32; if want_dw { planes * kk } else { 0 }];
+    if let Some(dx) = dx.as_mut() {
+        dx.par_chunks_mut(plane_in)
+            .zip(grad_out.par_chunks(ho * wo))
+            .enumerate()
+            .for_each(|(i, (d, go))| {
+                let c = i % g.cin;
+                depthwise_plane_dx(g, go, &weight[c * kk..(c + 1) * kk], d);
+            });
+    }
+    if want_dw {
+        shares
+            .par_chunks_mut(kk)
+            .zip(x.par_chunks(plane_in))
+            .zip(grad_out.par_chunks(ho * wo))
+            .for_each(|((s, xp), go)| depthwise_plane_dw(g, xp, go, s));
+    }
+    let dw = want_dw.then(|| {
+        let mut dw = vec![0.0f32; g.cin * kk];
+        for (i, s) in shares.chunks(kk).enumerate() {
+            let c = i % g.cin;
+            for (t, v) in dw[c * kk..(c + 1) * kk].iter_mut().zip(s) {
+                *t += *v;
+            }
+        }
+        dw
+    });
+    (dx, dw)
+}
+
+fn depthwise_plane_dx(g: &Geom, gout: &[f32], wk: &[f32], dx: &mut [f32]) {
+    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+    for kh in 0..k {
+        for kw in 0..k {
+            let wv = wk[kh * k + kw];
+            let (lo, hi) = valid_cols(g, kw, wo, g.w);
+            if lo >= hi {
+                continue;
+            }
+            let first = lo * g.stride + kw - g.pad;
+            for oh in 0..ho {
+                let Some(ih) = input_row(g, oh, kh) else {
+                    continue;
+                };
+                let go = &gout[oh * wo + lo..oh * wo + hi];
+                let d = &mut dx[ih * g.w..(ih + 1) * g.w];
+                if g.stride == 1 {
+                    for (d, v) in d[first..first + (hi - lo)].iter_mut().zip(go) {
+                        *d += wv * *v;
+                    }
+                } else {
+                    for (d, v) in d[first..].iter_mut().step_by(g.stride).zip(go) {
+                        *d += wv * *v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn depthwise_plane_dw(g: &Geom, x: &[f32], gout: &[f32], share: &mut [f32]) {
+    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+    for kh in 0..k {
+        for kw in 0..k {
+            let (lo, hi) = valid_cols(g, kw, wo, g.w);
+            if lo >= hi {
+                continue;
+            }
+            let first = lo * g.stride + kw - g.pad;
+            let mut acc = 0.0f32;
+            for oh in 0..ho {
+                let Some(ih) = input_row(g, oh, kh) else {
+                    continue;
+                };
+                let go = &gout[oh * wo + lo..oh * wo + hi];
+                let src = &x[ih * g.w..(ih + 1) * g.w];
+                if g.stride == 1 {
+                    acc += dot(&src[first..first + (hi - lo)], go);
+                } else {
+                    acc += src[first..]
+                        .iter()
+                        .step_by(g.stride)
+                        .zip(go)
+                        .map(|(a, b)| a * b)
+                        .sum::<f32>();
+                }
+            }
+            share[kh * k + kw] = acc;
+        }
+    }
+}
+
+/// A dot product in eight lanes, so that the compiler vectorises it.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
+    lanes.iter().sum::<f32>() + tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-random values in [-1, 1).
+    fn values(len: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// The definition, index by index, in f64: output, and by the chain rule both gradients.
+    fn naive(g: &Geom, x: &[f32], w: &[f32], go: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+        let cin_per = if g.depthwise { 1 } else { g.cin };
+        let mut out = vec![0.0f64; g.n * g.out_len()];
+        let mut dx = vec![0.0f64; x.len()];
+        let mut dw = vec![0.0f64; w.len()];
+        for n in 0..g.n {
+            for co in 0..g.cout {
+                for oh in 0..ho {
+                    for ow in 0..wo {
+                        let oi = ((n * g.cout + co) * ho + oh) * wo + ow;
+                        for ci in 0..cin_per {
+                            let c = if g.depthwise { co } else { ci };
+                            for kh in 0..k {
+                                for kw in 0..k {
+                                    let ih = (oh * g.stride + kh) as isize - g.pad as isize;
+                                    let iw = (ow * g.stride + kw) as isize - g.pad as isize;
+                                    if ih < 0 || iw < 0 || ih >= g.h as isize || iw >= g.w as isize
+                                    {
+                                        continue;
+                                    }
+                                    let xi =
+                                        ((n * g.cin + c) * g.h + ih as usize) * g.w + iw as usize;
+                                    let wi = ((co * cin_per + ci) * k + kh) * k + kw;
+                                    out[oi] += x[xi] as f64 * w[wi] as f64;
+                                    dx[xi] += go[oi] as f64 * w[wi] as f64;
+                                    dw[wi] += go[oi] as f64 * x[xi] as f64;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let f = |v: Vec<f64>| v.into_iter().map(|v| v as f32).collect();
+        (f(out), f(dx), f(dw))
+    }
+
+    fn close(a: &[f32], b: &[f32], what: &str, g: &Geom) {
+        assert_eq!(a.len(), b.len(), "{what} length for {g:?}");
+        let scale = b.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            assert!(
+                (x - y).abs() <= 1e-5 * scale,
+                "{what}[{i}]: {x} vs {y} for {g:?}"
+            );
+        }
+    }
+
+    /// Every geometry the two models use, plus odd sizes, against the definition.
+    #[test]
+    fn kernels_match_the_definition() {
+        let geoms = [
+            // ResNet stem (one input channel), 3 × 3 stride 1 and 2, odd map sizes.
+            (2, 1, 7, 7, 4, 3, 1, 1, false),
+            (3, 3, 6, 6, 5, 3, 1, 1, false),
+            (3, 4, 7, 7, 6, 3, 2, 1, false),
+            (5, 2, 3, 3, 3, 3, 2, 1, false),
+            (4, 6, 2, 2, 2, 3, 1, 1, false),
+            // 1 × 1, including strided ones.
+            (3, 5, 4, 4, 7, 1, 1, 0, false),
+            (3, 5, 5, 5, 2, 1, 2, 0, false),
+            // Depthwise 3 × 3, stride 1 and 2.
+            (3, 4, 6, 6, 4, 3, 1, 1, true),
+            (2, 3, 7, 7, 3, 3, 2, 1, true),
+            (2, 2, 2, 2, 2, 3, 2, 1, true),
+        ];
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for (seed, &(n, cin, h, w, cout, k, stride, pad, depthwise)) in geoms.iter().enumerate()
+            {
+                let g = Geom {
+                    n,
+                    cin,
+                    h,
+                    w,
+                    cout,
+                    k,
+                    stride,
+                    pad,
+                    depthwise,
+                };
+                let x = values(n * g.in_len(), seed as u64 * 3 + 1);
+                let wt = values(g.weight_len(), seed as u64 * 3 + 2);
+                let go = values(n * g.out_len(), seed as u64 * 3 + 3);
+                let (out, dx, dw) = naive(&g, &x, &wt, &go);
+                pool.install(|| {
+                    close(&forward(&g, &x, &wt), &out, "out", &g);
+                    let (gx, gw) = backward(&g, &x, &wt, &go, true, true);
+                    close(&gx.unwrap(), &dx, "dx", &g);
+                    close(&gw.unwrap(), &dw, "dw", &g);
+                    let (none, gw) = backward(&g, &x, &wt, &go, false, true);
+                    assert!(none.is_none());
+                    close(&gw.unwrap(), &dw, "dw alone", &g);
+                    let (gx, none) = backward(&g, &x, &wt, &go, true, false);
+                    assert!(none.is_none());
+                    close(&gx.unwrap(), &dx, "dx alone", &g);
+                });
+            }
+        }
+    }
+}

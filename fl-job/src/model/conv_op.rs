@@ -1,0 +1,256 @@
+//! The models' convolutions as one custom Burn op on the `flex` CPU backend, with its own
+//! backward pass (kernels in `conv_kernels.rs`).
+//!
+//! Burn's autodiff takes every op's backward from the backend, so a faster convolution
+//! gradient cannot be written as a layer over tensor ops. Instead [`conv2d`] takes the
+//! tensors down to their backend primitives (`Tensor::try_into_primitive`, Burn's `extension`
+//! feature): on `Autodiff<Flex>` it registers a [`Backward`] step whose gradients come from
+//! our kernels; on plain `Flex` (evaluation) it runs the forward kernel. On any other backend
+//! (wgpu, cuda, ndarray) it returns `None` and the caller uses Burn's `Conv2d`.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::{Autodiff, Flex};
+use burn::nn::PaddingConfig2d;
+use burn::nn::conv::Conv2d;
+use burn::tensor::{Tensor, TensorData};
+
+use super::conv_kernels::{self, Geom};
+
+/// The autodiff backend `Device::flex().autodiff()` builds.
+type FlexAd = Autodiff<Flex, NoCheckpointing>;
+
+/// `conv.forward(x)` through our kernels, or `None` when this convolution or backend is not
+/// one they handle (then the caller falls back to `Conv2d::forward`).
+pub(crate) fn conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
+    if !super::cpu_kernels() {
+        return None;
+    }
+    let geom = geometry(conv, x.dims())?;
+    let weight = conv.weight.val();
+    if let (Ok(xp), Ok(wp)) = (
+        x.clone().try_into_primitive::<FlexAd>(),
+        weight.clone().try_into_primitive::<FlexAd>(),
+    ) {
+        return Some(Tensor::from_primitive::<FlexAd>(conv_autodiff(
+            xp, wp, geom,
+        )));
+    }
+    if let (Ok(xp), Ok(wp)) = (
+        x.clone().try_into_primitive::<Flex>(),
+        weight.try_into_primitive::<Flex>(),
+    ) {
+        let out = conv_kernels::forward(&geom, &slice(&xp), &slice(&wp));
+        return Some(Tensor::from_primitive::<Flex>(flex_tensor(
+            out,
+            &out_shape(&geom),
+        )));
+    }
+    None
+}
+
+/// The kernels' geometry for this layer and input, if they handle it: no bias, no dilation,
+/// square kernel, equal strides, symmetric explicit padding, dense or depthwise.
+fn geometry(conv: &Conv2d, [n, cin, h, w]: [usize; 4]) -> Option<Geom> {
+    let [cout, cin_per, kh, kw] = conv.weight.shape().dims();
+    let pad = match conv.padding {
+        PaddingConfig2d::Explicit(top, left, bottom, right)
+            if top == left && left == bottom && bottom == right =>
+        {
+            top
+        }
+        PaddingConfig2d::Valid => 0,
+        _ => return None,
+    };
+    let depthwise = conv.groups > 1;
+    let supported = conv.bias.is_none()
+        && conv.dilation == [1, 1]
+        && kh == kw
+        && conv.stride[0] == conv.stride[1]
+        && conv.stride[0] >= 1
+        && h + 2 * pad >= kh
+        && w + 2 * pad >= kw
+        && if depthwise {
+            conv.groups == cin && cout == cin && cin_per == 1
+        } else {
+            conv.groups == 1 && cin_per == cin
+        };
+    supported.then_some(Geom {
+        n,
+        cin,
+        h,
+        w,
+        cout,
+        k: kh,
+        stride: conv.stride[0],
+        pad,
+        depthwise,
+    })
+}
+
+fn out_shape(g: &Geom) -> [usize; 4] {
+    [g.n, g.cout, g.ho(), g.wo()]
+}
+
+/// A contiguous `f32` copy-free view of a flex tensor (copied only if it is strided).
+fn slice(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
+    match t.as_slice::<f32>() {
+        Some(s) if t.is_contiguous() => std::borrow::Cow::Borrowed(s),
+        _ => std::borrow::Cow::Owned(
+            t.to_contiguous()
+                .as_slice::<f32>()
+                .expect("conv: flex tensor is not f32")
+                .to_vec(),
+        ),
+    }
+}
+
+fn flex_tensor(values: Vec<f32>, shape: &[usize]) -> FlexTensor {
+    FlexTensor::from_data(TensorData::new(values, shape.to_vec()))
+}
+
+/// The backward step: input and weight gradients from the saved input and weight.
+#[derive(Debug)]
+struct ConvBackward;
+
+impl Backward<Flex, 2> for ConvBackward {
+    /// Input, weight (both flex primitives, shared, not copied) and the geometry.
+    type State = (FlexTensor, FlexTensor, Geom);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 2>,
+        grads: &mut Gradients,
+        _checkpointer: &mut Checkpointer,
+    ) {
+        let [node_x, node_w] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let (x, w, geom) = ops.state;
+        let (dx, dw) = conv_kernels::backward(
+            &geom,
+            &slice(&x),
+            &slice(&w),
+            &slice(&grad),
+            node_x.is_some(),
+            node_w.is_some(),
+        );
+        if let (Some(node), Some(dx)) = (node_x, dx) {
+            grads.register::<Flex>(
+                node.id,
+                flex_tensor(dx, &[geom.n, geom.cin, geom.h, geom.w]),
+            );
+        }
+        if let (Some(node), Some(dw)) = (node_w, dw) {
+            let cin_per = if geom.depthwise { 1 } else { geom.cin };
+            let shape = [geom.cout, cin_per, geom.k, geom.k];
+            grads.register::<Flex>(node.id, flex_tensor(dw, &shape));
+        }
+    }
+}
+
+fn conv_autodiff(
+    x: burn::backend::tensor::FloatTensor<FlexAd>,
+    w: burn::backend::tensor::FloatTensor<FlexAd>,
+    geom: Geom,
+) -> burn::backend::tensor::FloatTensor<FlexAd> {
+    let prep = ConvBackward
+        .prepare::<NoCheckpointing>([x.node(), w.node()])
+        .compute_bound()
+        .stateful();
+    let (xp, wp) = (x.into_primitive(), w.into_primitive());
+    let out = conv_kernels::forward(&geom, &slice(&xp), &slice(&wp));
+    let out = flex_tensor(out, &out_shape(&geom));
+    match prep {
+        OpsKind::Tracked(prep) => prep.finish((xp, wp, geom), out),
+        OpsKind::UnTracked(prep) => prep.finish(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::nn::conv::Conv2dConfig;
+    use burn::tensor::Distribution;
+
+    use super::*;
+
+    fn max_rel_diff<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
+        let scale = b.clone().abs().max().into_scalar::<f32>().max(1.0);
+        (a - b).abs().max().into_scalar::<f32>() / scale
+    }
+
+    /// Output, input gradient and weight gradient equal Burn's `Conv2d` on random inputs, for
+    /// the layer shapes the models use; tolerance 1e-5 relative to the largest value.
+    #[test]
+    fn matches_burn_conv2d_forward_and_gradients() {
+        let device = crate::Backend::Flex.device().autodiff();
+        // (batch, c_in, c_out, size, kernel, stride, groups)
+        let cases = [
+            (3, 1, 8, 9, 3, 1, 1),
+            (4, 6, 10, 8, 3, 2, 1),
+            (2, 8, 8, 7, 3, 1, 8),
+            (3, 8, 8, 9, 3, 2, 8),
+            (5, 12, 4, 3, 3, 1, 1),
+            (2, 6, 9, 5, 1, 1, 1),
+        ];
+        for (n, cin, cout, size, k, stride, groups) in cases {
+            let conv = Conv2dConfig::new([cin, cout], [k, k])
+                .with_stride([stride, stride])
+                .with_padding(PaddingConfig2d::Explicit(k / 2, k / 2, k / 2, k / 2))
+                .with_groups(groups)
+                .with_bias(false)
+                .init(&device);
+            let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device)
+                .require_grad();
+            let ours = conv2d(&conv, &x).expect("flex autodiff is handled");
+            let theirs = conv.forward(x.clone());
+            assert_eq!(ours.dims(), theirs.dims());
+            assert!(max_rel_diff(ours.clone(), theirs.clone()) < 1e-5);
+
+            let upstream = Tensor::<4>::random(ours.dims(), Distribution::Default, &device);
+            let g_ours = (ours * upstream.clone()).sum().backward();
+            let g_theirs = (theirs * upstream).sum().backward();
+            let dx = |g| x.grad(g).unwrap();
+            let dw = |g| conv.weight.val().grad(g).unwrap();
+            assert!(
+                max_rel_diff(dx(&g_ours), dx(&g_theirs)) < 1e-5,
+                "dx {cin}->{cout} k{k} s{stride} g{groups}"
+            );
+            assert!(
+                max_rel_diff(dw(&g_ours), dw(&g_theirs)) < 1e-5,
+                "dw {cin}->{cout} k{k} s{stride} g{groups}"
+            );
+        }
+    }
+
+    /// Without autodiff (evaluation) the forward kernel runs and agrees with Burn.
+    #[test]
+    fn inference_forward_matches_burn() {
+        let device = crate::Backend::Flex.device();
+        let conv = Conv2dConfig::new([4, 6], [3, 3])
+            .with_stride([2, 2])
+            .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+            .with_bias(false)
+            .init(&device);
+        let x = Tensor::<4>::random([3, 4, 7, 7], Distribution::Default, &device);
+        let ours = conv2d(&conv, &x).expect("flex is handled");
+        assert!(max_rel_diff(ours, conv.forward(x)) < 1e-5);
+    }
+
+    /// Layers the kernels do not handle are left to Burn.
+    #[test]
+    fn unsupported_layers_fall_back() {
+        let device = crate::Backend::Flex.device();
+        let with_bias = Conv2dConfig::new([2, 2], [3, 3]).init(&device);
+        let x = Tensor::<4>::zeros([1, 2, 5, 5], &device);
+        assert!(conv2d(&with_bias, &x).is_none());
+        let grouped = Conv2dConfig::new([4, 4], [3, 3])
+            .with_groups(2)
+            .with_bias(false)
+            .init(&device);
+        let x = Tensor::<4>::zeros([1, 4, 5, 5], &device);
+        assert!(conv2d(&grouped, &x).is_none());
+    }
+}

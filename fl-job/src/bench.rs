@@ -29,6 +29,12 @@ pub struct BenchRow {
     pub train_samples_per_s: f64,
     /// Inference samples per second (forward only, no autodiff).
     pub infer_samples_per_s: f64,
+    /// CPU milliseconds (all threads) per training sample; `None` where the OS does not tell.
+    #[serde(default)]
+    pub train_cpu_ms_per_sample: Option<f64>,
+    /// CPU milliseconds (all threads) per inference sample.
+    #[serde(default)]
+    pub infer_cpu_ms_per_sample: Option<f64>,
     /// Size of the serialised weights in bytes.
     pub weight_bytes: usize,
     /// Time to serialise, milliseconds (best of 3).
@@ -93,21 +99,39 @@ fn noise(n: usize, seed: u64) -> Samples {
     }
 }
 
+/// CPU time this process's threads have run, summed from `/proc/self/task/*/schedstat`
+/// (Linux; `None` elsewhere). Unlike wall time it leaves out the time a shared or virtual
+/// machine gave to others (steal), so it compares two builds on a noisy machine.
+fn process_cpu_seconds() -> Option<f64> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(ns as f64 * 1e-9)
+}
+
 /// Run `f(steps)` with growing step counts until one call takes at least `budget`, and
-/// return samples per second of that call. A first short call warms caches up.
+/// return samples per second of that call and, where known, its CPU milliseconds per sample.
+/// A first short call warms caches up.
 fn rate(
     batch: usize,
     budget: Duration,
     mut f: impl FnMut(usize) -> Result<(), FlError>,
-) -> Result<f64, FlError> {
+) -> Result<(f64, Option<f64>), FlError> {
     f(1)?;
     let mut steps = 2;
     loop {
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), process_cpu_seconds());
         f(steps)?;
         let dt = t.elapsed();
         if dt >= budget || steps >= 10_000 {
-            return Ok((steps * batch) as f64 / dt.as_secs_f64());
+            let samples = (steps * batch) as f64;
+            let cpu_ms = match (cpu, process_cpu_seconds()) {
+                (Some(a), Some(b)) => Some((b - a) * 1e3 / samples),
+                _ => None,
+            };
+            return Ok((samples / dt.as_secs_f64(), cpu_ms));
         }
         let scale = budget.as_secs_f64() / dt.as_secs_f64().max(1e-3);
         steps = ((steps as f64 * scale * 1.1).ceil() as usize).max(steps + 1);
@@ -128,7 +152,7 @@ pub fn bench_model(
         batch_size,
         ..Default::default()
     };
-    let train = rate(batch_size, budget, |steps| {
+    let (train, train_cpu) = rate(batch_size, budget, |steps| {
         let data = noise(steps * batch_size, steps as u64);
         let cfg = TrainConfig {
             max_steps: Some(steps),
@@ -138,7 +162,7 @@ pub fn bench_model(
         model = m;
         Ok(())
     })?;
-    let infer = rate(batch_size, budget, |steps| {
+    let (infer, infer_cpu) = rate(batch_size, budget, |steps| {
         let data = noise(steps * batch_size, 1);
         evaluate(&model, data.view(), batch_size, device);
         Ok(())
@@ -159,6 +183,8 @@ pub fn bench_model(
         batch_size,
         train_samples_per_s: train,
         infer_samples_per_s: infer,
+        train_cpu_ms_per_sample: train_cpu,
+        infer_cpu_ms_per_sample: infer_cpu,
         weight_bytes: size,
         serialize_ms: ser,
         deserialize_ms: de,
@@ -168,15 +194,18 @@ pub fn bench_model(
 /// The rows as a Markdown table.
 pub fn markdown(rows: &[BenchRow]) -> String {
     let mut s = String::from(
-        "| model | params | train samples/s | infer samples/s | weight bytes | serialise ms | deserialise ms |\n|---|---:|---:|---:|---:|---:|---:|\n",
+        "| model | params | train samples/s | infer samples/s | train CPU ms/sample | infer CPU ms/sample | weight bytes | serialise ms | deserialise ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
+    let ms = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.2}"));
     for r in rows {
         s.push_str(&format!(
-            "| {} | {} | {:.1} | {:.1} | {} | {:.1} | {:.1} |\n",
+            "| {} | {} | {:.1} | {:.1} | {} | {} | {} | {:.1} | {:.1} |\n",
             r.model,
             r.params,
             r.train_samples_per_s,
             r.infer_samples_per_s,
+            ms(r.train_cpu_ms_per_sample),
+            ms(r.infer_cpu_ms_per_sample),
             r.weight_bytes,
             r.serialize_ms,
             r.deserialize_ms
@@ -204,6 +233,8 @@ mod json_tests {
                 batch_size: 20,
                 train_samples_per_s: 30.5,
                 infer_samples_per_s: 264.7,
+                train_cpu_ms_per_sample: Some(60.1),
+                infer_cpu_ms_per_sample: None,
                 weight_bytes: 3_194_438,
                 serialize_ms: 2.5,
                 deserialize_ms: 1.7,
@@ -232,10 +263,12 @@ mod json_tests {
             [
                 "batch_size",
                 "deserialize_ms",
+                "infer_cpu_ms_per_sample",
                 "infer_samples_per_s",
                 "model",
                 "params",
                 "serialize_ms",
+                "train_cpu_ms_per_sample",
                 "train_samples_per_s",
                 "weight_bytes"
             ]

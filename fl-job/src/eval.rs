@@ -31,18 +31,21 @@ pub fn evaluate(
     let (mut correct, mut loss_sum, mut n) = (0i64, 0.0f64, 0usize);
     for batch in data.batches(batch_size.max(1), None) {
         let (images, labels) = batch.to_tensors(device);
-        let logits = model.forward(images);
-        let loss: f64 = loss_fn
-            .forward(logits.clone(), labels.clone())
-            .into_scalar::<f32>()
-            .into();
-        let hits: i64 = logits
-            .argmax(1)
-            .flatten::<1>(0, 1)
-            .equal(labels)
-            .int()
-            .sum()
-            .into_scalar::<i64>();
+        let (loss, hits) = crate::train::on_worker(|| {
+            let logits = model.forward(images);
+            let loss: f64 = loss_fn
+                .forward(logits.clone(), labels.clone())
+                .into_scalar::<f32>()
+                .into();
+            let hits: i64 = logits
+                .argmax(1)
+                .flatten::<1>(0, 1)
+                .equal(labels)
+                .int()
+                .sum()
+                .into_scalar::<i64>();
+            (loss, hits)
+        });
         correct += hits;
         loss_sum += loss * batch.len() as f64;
         n += batch.len();

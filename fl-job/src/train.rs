@@ -74,10 +74,13 @@ pub fn train_local_with(
                 break 'epochs;
             }
             let (images, labels) = batch.to_tensors(&ad);
-            let loss = loss_fn.forward(model.forward(images), labels);
-            let value: f64 = loss.clone().into_scalar::<f32>().into();
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            model = optim.step(cfg.lr, model, grads);
+            let (stepped, value) = on_worker(|| {
+                let loss = loss_fn.forward(model.forward(images), labels);
+                let value: f64 = loss.clone().into_scalar::<f32>().into();
+                let grads = GradientsParams::from_grads(loss.backward(), &model);
+                (optim.step(cfg.lr, model, grads), value)
+            });
+            model = stepped;
             steps += 1;
             samples += batch.len();
             loss_sum += value * batch.len() as f64;
@@ -97,6 +100,16 @@ pub fn train_local_with(
         seconds: start.elapsed().as_secs_f64(),
     };
     Ok((model.valid().to_device(device), stats))
+}
+
+/// Runs `f` on a thread of rayon's pool (in place if already on one) and returns its result.
+///
+/// Every CPU kernel (Burn's and ours) hands its work to that pool. Called from any other
+/// thread, each of the hundreds of parallel loops in a training step would wake a pool
+/// thread and put the caller to sleep; on a 2-core virtual machine those wake-ups took about
+/// a fifth of the CPU time. Run from a pool thread, the loops split work by stealing instead.
+pub(crate) fn on_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    rayon::scope(|_| f())
 }
 
 /// [`train_local_with`] without a per-step callback.

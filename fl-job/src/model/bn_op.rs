@@ -88,6 +88,7 @@ impl Shape {
 }
 
 /// Per-channel mean and biased variance, accumulated in `f64`.
+#[inline(never)]
 fn statistics(s: &Shape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let stats: Vec<(f32, f32)> = (0..s.c)
         .into_par_iter()
@@ -114,6 +115,7 @@ fn statistics(s: &Shape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
 }
 
 /// Normalise, scale, shift and activate, plane by plane.
+#[inline(never)]
 fn forward(
     s: &Shape,
     x: &[f32],
@@ -159,6 +161,7 @@ fn pass(act: Act, y: f32) -> bool {
 
 /// Gradients with respect to `x`, `γ` and `β` from the upstream gradient `dy`.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn backward(
     s: &Shape,
     x: &[f32],

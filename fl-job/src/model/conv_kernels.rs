@@ -111,16 +111,59 @@ fn input_row(g: &Geom, oh: usize, kh: usize) -> Option<usize> {
     (ih >= 0 && (ih as usize) < g.h).then_some(ih as usize)
 }
 
+/// Whether output and input maps have the same size at stride 1 ("same" padding): then an
+/// im2col row is the whole input plane shifted by one offset, with a few border elements
+/// zeroed, and it is copied in one piece instead of row by row.
+fn same_size(g: &Geom) -> bool {
+    g.stride == 1 && g.ho() == g.h && g.wo() == g.w
+}
+
+/// For [`same_size`] geometries: the signed shift from an im2col row to its input plane, the
+/// range of output rows whose input row exists, and the valid output columns.
+fn shift_plan(g: &Geom, kh: usize, kw: usize) -> (isize, usize, usize, usize, usize) {
+    let w = g.w as isize;
+    let shift = (kh as isize - g.pad as isize) * w + (kw as isize - g.pad as isize);
+    let oh_lo = g.pad.saturating_sub(kh).min(g.h);
+    let oh_hi = (g.h + g.pad).saturating_sub(kh).min(g.h).max(oh_lo);
+    let (lo, hi) = valid_cols(g, kw, g.wo(), g.w);
+    (shift, oh_lo, oh_hi, lo, hi)
+}
+
+/// The part of `dst[a..b]` (in dst indices) whose source index `i + shift` lies in
+/// `0..len`.
+fn overlap(a: usize, b: usize, shift: isize, len: usize) -> (usize, usize) {
+    let lo = (a as isize).max(-shift).max(0) as usize;
+    let hi = ((b as isize).min(len as isize - shift).max(lo as isize)) as usize;
+    (lo, hi)
+}
+
 /// Writes one sample's im2col matrix `[cin·k·k, ho·wo]` into `col`, whose rows are `ld` long,
 /// starting at column `off`.
 fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
     let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+    let plane_len = g.h * g.w;
     for c in 0..g.cin {
-        let plane = &x[c * g.h * g.w..(c + 1) * g.h * g.w];
+        let plane = &x[c * plane_len..(c + 1) * plane_len];
         for kh in 0..k {
             for kw in 0..k {
                 let row = (c * k + kh) * k + kw;
                 let dst = &mut col[row * ld + off..row * ld + off + ho * wo];
+                if same_size(g) {
+                    let (shift, oh_lo, oh_hi, lo, hi) = shift_plan(g, kh, kw);
+                    let (a, b) = overlap(oh_lo * wo, oh_hi * wo, shift, plane_len);
+                    dst[..a].fill(0.0);
+                    dst[b..].fill(0.0);
+                    let from = (a as isize + shift) as usize;
+                    dst[a..b].copy_from_slice(&plane[from..from + (b - a)]);
+                    // The shifted copy wrapped these columns round from the next row.
+                    if lo > 0 || hi < wo {
+                        for r in dst.chunks_exact_mut(wo) {
+                            r[..lo].fill(0.0);
+                            r[hi..].fill(0.0);
+                        }
+                    }
+                    continue;
+                }
                 let (lo, hi) = valid_cols(g, kw, wo, g.w);
                 for oh in 0..ho {
                     let d = &mut dst[oh * wo..(oh + 1) * wo];
@@ -151,15 +194,33 @@ fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
 }
 
 /// Adds one sample's column gradient (`[cin·k·k, ho·wo]`, rows `ld` long, from column `off`)
-/// back onto the input gradient `dx` (`[cin, h, w]`): the transpose of [`im2col`].
-fn col2im_add(g: &Geom, col: &[f32], ld: usize, off: usize, dx: &mut [f32]) {
+/// back onto the input gradient `dx` (`[cin, h, w]`): the transpose of [`im2col`]. The
+/// column gradient is scratch: border elements that im2col had zeroed are cleared in it.
+fn col2im_add(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f32]) {
     let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+    let plane_len = g.h * g.w;
     for c in 0..g.cin {
-        let plane = &mut dx[c * g.h * g.w..(c + 1) * g.h * g.w];
+        let plane = &mut dx[c * plane_len..(c + 1) * plane_len];
         for kh in 0..k {
             for kw in 0..k {
                 let row = (c * k + kh) * k + kw;
-                let srcrow = &col[row * ld + off..row * ld + off + ho * wo];
+                let srcrow = &mut col[row * ld + off..row * ld + off + ho * wo];
+                if same_size(g) {
+                    let (shift, oh_lo, oh_hi, lo, hi) = shift_plan(g, kh, kw);
+                    // Clear what would wrap onto a neighbouring row, then add in one piece.
+                    if lo > 0 || hi < wo {
+                        for r in srcrow.chunks_exact_mut(wo) {
+                            r[..lo].fill(0.0);
+                            r[hi..].fill(0.0);
+                        }
+                    }
+                    let (a, b) = overlap(oh_lo * wo, oh_hi * wo, shift, plane_len);
+                    let from = (a as isize + shift) as usize;
+                    for (d, v) in plane[from..from + (b - a)].iter_mut().zip(&srcrow[a..b]) {
+                        *d += *v;
+                    }
+                    continue;
+                }
                 let (lo, hi) = valid_cols(g, kw, wo, g.w);
                 if lo >= hi {
                     continue;
@@ -474,7 +535,7 @@ fn backward_chunk(
                 matmul(&mut dcol, ld, wt, gm, false);
                 for j in 0..gs {
                     let d = &mut dx[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
-                    col2im_add(g, &dcol, ld, j * spatial, d);
+                    col2im_add(g, &mut dcol, ld, j * spatial, d);
                 }
             }
         }
@@ -497,6 +558,7 @@ fn depthwise_forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
     out
 }
 
+#[inline(never)]
 fn depthwise_plane_forward(g: &Geom, x: &[f32], wk: &[f32], out: &mut [f32]) {
     let (ho, wo, k) = (g.ho(), g.wo(), g.k);
     for kh in 0..k {
@@ -571,6 +633,7 @@ fn depthwise_backward(
     (dx, dw)
 }
 
+#[inline(never)]
 fn depthwise_plane_dx(g: &Geom, gout: &[f32], wk: &[f32], dx: &mut [f32]) {
     let (ho, wo, k) = (g.ho(), g.wo(), g.k);
     for kh in 0..k {
@@ -601,6 +664,7 @@ fn depthwise_plane_dx(g: &Geom, gout: &[f32], wk: &[f32], dx: &mut [f32]) {
     }
 }
 
+#[inline(never)]
 fn depthwise_plane_dw(g: &Geom, x: &[f32], gout: &[f32], share: &mut [f32]) {
     let (ho, wo, k) = (g.ho(), g.wo(), g.k);
     for kh in 0..k {

@@ -87,28 +87,46 @@ impl Shape {
     }
 }
 
-/// Per-channel mean and biased variance, accumulated in `f64`.
-#[inline(never)]
+/// Eight running sums of `f(a[i], b[i])`, added up at the end: independent lanes let the
+/// compiler vectorise a reduction it must otherwise run one add at a time.
+fn lane_sum(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ac
+        .remainder()
+        .iter()
+        .zip(bc.remainder())
+        .map(|(&x, &y)| f(x, y))
+        .sum();
+    for (x, y) in ac.zip(bc) {
+        for i in 0..8 {
+            lanes[i] += f(x[i], y[i]);
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// Per-channel mean and biased variance: two passes (mean, then squared deviations), each
+/// summed per plane in `f32` lanes and across planes in `f64`.
 fn statistics(s: &Shape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let stats: Vec<(f32, f32)> = (0..s.c)
         .into_par_iter()
         .map(|ch| {
-            let mut sum = 0.0f64;
-            for p in s.planes(x, ch) {
-                sum += p.iter().map(|&v| v as f64).sum::<f64>();
-            }
-            let mean = sum / s.count();
-            let mut sq = 0.0f64;
-            for p in s.planes(x, ch) {
-                sq += p
-                    .iter()
-                    .map(|&v| {
-                        let d = v as f64 - mean;
+            let sum: f64 = s
+                .planes(x, ch)
+                .map(|p| lane_sum(p, p, |v, _| v) as f64)
+                .sum();
+            let mean = (sum / s.count()) as f32;
+            let sq: f64 = s
+                .planes(x, ch)
+                .map(|p| {
+                    lane_sum(p, p, |v, _| {
+                        let d = v - mean;
                         d * d
-                    })
-                    .sum::<f64>();
-            }
-            (mean as f32, (sq / s.count()) as f32)
+                    }) as f64
+                })
+                .sum();
+            (mean, (sq / s.count()) as f32)
         })
         .collect();
     stats.into_iter().unzip()
@@ -150,18 +168,41 @@ fn forward(
     y
 }
 
-/// The activation's derivative at the pre-activation, read off its output `y`.
-fn pass(act: Act, y: f32) -> bool {
-    match act {
-        Act::None => true,
-        Act::Relu => y > 0.0,
-        Act::Relu6 => y > 0.0 && y < 6.0,
+/// The activation's gradient mask, read off its output `y`: one type per activation, so
+/// that each backward loop is compiled for one of them, branch-free and vectorised (a
+/// run-time `match` inside the loop kept it scalar).
+trait Mask: Sync {
+    /// `g` where the activation passes gradient at this output, else 0.
+    fn dz(y: f32, g: f32) -> f32;
+}
+
+struct Identity;
+struct ReluMask;
+struct Relu6Mask;
+
+impl Mask for Identity {
+    #[inline(always)]
+    fn dz(_: f32, g: f32) -> f32 {
+        g
+    }
+}
+
+impl Mask for ReluMask {
+    #[inline(always)]
+    fn dz(y: f32, g: f32) -> f32 {
+        if y > 0.0 { g } else { 0.0 }
+    }
+}
+
+impl Mask for Relu6Mask {
+    #[inline(always)]
+    fn dz(y: f32, g: f32) -> f32 {
+        if y > 0.0 && y < 6.0 { g } else { 0.0 }
     }
 }
 
 /// Gradients with respect to `x`, `γ` and `β` from the upstream gradient `dy`.
 #[allow(clippy::too_many_arguments)]
-#[inline(never)]
 fn backward(
     s: &Shape,
     x: &[f32],
@@ -172,7 +213,28 @@ fn backward(
     gamma: &[f32],
     want_dx: bool,
 ) -> (Option<Vec<f32>>, Vec<f32>, Vec<f32>) {
-    let act = s.act;
+    let args = (s, x, y, dy, mean, inv, gamma, want_dx);
+    match s.act {
+        Act::None => backward_masked::<Identity>(args),
+        Act::Relu => backward_masked::<ReluMask>(args),
+        Act::Relu6 => backward_masked::<Relu6Mask>(args),
+    }
+}
+
+type BackwardArgs<'a> = (
+    &'a Shape,
+    &'a [f32],
+    &'a [f32],
+    &'a [f32],
+    &'a [f32],
+    &'a [f32],
+    &'a [f32],
+    bool,
+);
+
+fn backward_masked<M: Mask>(
+    (s, x, y, dy, mean, inv, gamma, want_dx): BackwardArgs<'_>,
+) -> (Option<Vec<f32>>, Vec<f32>, Vec<f32>) {
     // Per channel: Σ dz and Σ dz · x̂, where dz is dy through the activation.
     let sums: Vec<(f32, f32)> = (0..s.c)
         .into_par_iter()
@@ -180,14 +242,32 @@ fn backward(
             let (m, iv) = (mean[ch], inv[ch]);
             let (mut sdz, mut sdzx) = (0.0f64, 0.0f64);
             for ((xp, yp), gp) in s.planes(x, ch).zip(s.planes(y, ch)).zip(s.planes(dy, ch)) {
-                let (mut a, mut b) = (0.0f32, 0.0f32);
-                for ((&x, &y), &g) in xp.iter().zip(yp).zip(gp) {
-                    let dz = if pass(act, y) { g } else { 0.0 };
-                    a += dz;
-                    b += dz * (x - m) * iv;
+                // dz = dy where the activation passes (y carries that mask); Σ dz and
+                // Σ dz·(x − mean) in eight independent lanes each, so they vectorise.
+                let dz = M::dz;
+                let (mut l1, mut l2) = ([0.0f32; 8], [0.0f32; 8]);
+                let (xc, yc, gc) = (xp.chunks_exact(8), yp.chunks_exact(8), gp.chunks_exact(8));
+                let (mut t1, mut t2) = (0.0f32, 0.0f32);
+                for ((&x, &y), &g) in xc
+                    .remainder()
+                    .iter()
+                    .zip(yc.remainder())
+                    .zip(gc.remainder())
+                {
+                    let d = dz(y, g);
+                    t1 += d;
+                    t2 += d * (x - m);
                 }
-                sdz += a as f64;
-                sdzx += b as f64;
+                for ((x8, y8), g8) in xc.zip(yc).zip(gc) {
+                    for i in 0..8 {
+                        let d = dz(y8[i], g8[i]);
+                        l1[i] += d;
+                        l2[i] += d * (x8[i] - m);
+                    }
+                }
+                sdz += (l1.iter().sum::<f32>() + t1) as f64;
+                // x̂ = (x − mean)/σ: the 1/σ is applied once per plane.
+                sdzx += (l2.iter().sum::<f32>() + t2) as f64 * iv as f64;
             }
             (sdz as f32, sdzx as f32)
         })
@@ -207,8 +287,7 @@ fn backward(
                 let k = gamma[ch] * iv;
                 let (mb, mg) = (dbeta[ch] / count, dgamma[ch] / count);
                 for (((d, &x), &y), &g) in dx.iter_mut().zip(x).zip(y).zip(dy) {
-                    let dz = if pass(act, y) { g } else { 0.0 };
-                    *d = k * (dz - mb - (x - m) * iv * mg);
+                    *d = k * (M::dz(y, g) - mb - (x - m) * iv * mg);
                 }
             });
         dx

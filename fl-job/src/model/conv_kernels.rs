@@ -543,6 +543,95 @@ fn backward_chunk(
     dw
 }
 
+/// Scratch for the depthwise kernels. The zero-padded input plane is split into
+/// `stride × stride` phase planes (`phase (a, b)` holds padded pixels `(s·r + a, s·c + b)`),
+/// each `wq` wide. Tap `(kh, kw)` then reads phase `(kh mod s, kw mod s)` at the fixed offset
+/// `(kh / s)·wq + kw / s`, so it is one contiguous multiply-add over an output-sized run
+/// (computing a few throw-away columns per row) instead of one short strided loop per row.
+struct Padded {
+    /// Phase rows and row length.
+    hq: usize,
+    wq: usize,
+    /// The phase planes, `stride² × hq × wq`; positions no input pixel maps to stay zero.
+    input: Vec<f32>,
+    /// An output-sized plane, `ho × wq`; where it holds a gradient, its extra columns stay
+    /// zero.
+    out: Vec<f32>,
+}
+
+impl Padded {
+    fn new(g: &Geom) -> Self {
+        let s = g.stride;
+        let wq = (g.w + 2 * g.pad).div_ceil(s);
+        // Enough rows that the last tap's run of `ho · wq` stays inside its phase.
+        let hq = g.ho() + (g.k - 1) / s + 1;
+        Padded {
+            hq,
+            wq,
+            input: vec![0.0; s * s * hq * wq],
+            out: vec![0.0; g.ho() * wq],
+        }
+    }
+
+    /// Index in `input` of padded pixel `(py, px)`.
+    fn at(&self, g: &Geom, py: usize, px: usize) -> usize {
+        let s = g.stride;
+        (((py % s) * s + px % s) * self.hq + py / s) * self.wq + px / s
+    }
+
+    /// Where tap `(kh, kw)`'s run starts in `input`.
+    fn tap(&self, g: &Geom, kh: usize, kw: usize) -> usize {
+        let s = g.stride;
+        (((kh % s) * s + kw % s) * self.hq + kh / s) * self.wq + kw / s
+    }
+
+    /// Scatters `plane` (`h × w`) into the phase planes; nothing else is written, so the
+    /// padding stays zero.
+    fn load_input(&mut self, g: &Geom, plane: &[f32]) {
+        for (y, row) in plane.chunks_exact(g.w).enumerate() {
+            if g.stride == 1 {
+                let at = self.at(g, y + g.pad, g.pad);
+                self.input[at..at + g.w].copy_from_slice(row);
+            } else {
+                for (x, v) in row.iter().enumerate() {
+                    let at = self.at(g, y + g.pad, x + g.pad);
+                    self.input[at] = *v;
+                }
+            }
+        }
+    }
+
+    /// Gathers the input-gradient plane back out of the phase planes.
+    fn store_input(&self, g: &Geom, plane: &mut [f32]) {
+        for (y, row) in plane.chunks_exact_mut(g.w).enumerate() {
+            if g.stride == 1 {
+                let at = self.at(g, y + g.pad, g.pad);
+                row.copy_from_slice(&self.input[at..at + g.w]);
+            } else {
+                for (x, v) in row.iter_mut().enumerate() {
+                    *v = self.input[self.at(g, y + g.pad, x + g.pad)];
+                }
+            }
+        }
+    }
+
+    /// Copies `plane` (`ho × wo`) into `out`'s first `wo` columns; the rest stay zero.
+    fn load_out(&mut self, g: &Geom, plane: &[f32]) {
+        let wo = g.wo();
+        for (r, row) in plane.chunks_exact(wo).enumerate() {
+            self.out[r * self.wq..r * self.wq + wo].copy_from_slice(row);
+        }
+    }
+}
+
+/// `acc[i] += w · src[i]` over equal lengths, vectorised by the compiler.
+#[inline(never)]
+fn axpy(acc: &mut [f32], w: f32, src: &[f32]) {
+    for (a, s) in acc.iter_mut().zip(src) {
+        *a += w * *s;
+    }
+}
+
 /// Depthwise forward: each channel convolved with its own `k × k` filter.
 fn depthwise_forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
     let (ho, wo, kk) = (g.ho(), g.wo(), g.k * g.k);
@@ -551,40 +640,60 @@ fn depthwise_forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
     out.par_chunks_mut(ho * wo)
         .zip(x.par_chunks(plane_in))
         .enumerate()
-        .for_each(|(i, (o, xp))| {
-            let c = i % g.cin;
-            depthwise_plane_forward(g, xp, &weight[c * kk..(c + 1) * kk], o);
-        });
+        .for_each_init(
+            || Padded::new(g),
+            |pad, (i, (o, xp))| {
+                let c = i % g.cin;
+                depthwise_plane_forward(g, pad, xp, &weight[c * kk..(c + 1) * kk], o);
+            },
+        );
     out
 }
 
 #[inline(never)]
-fn depthwise_plane_forward(g: &Geom, x: &[f32], wk: &[f32], out: &mut [f32]) {
-    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+fn depthwise_plane_forward(g: &Geom, pad: &mut Padded, x: &[f32], wk: &[f32], out: &mut [f32]) {
+    let (ho, wo, k, wq) = (g.ho(), g.wo(), g.k, pad.wq);
+    pad.load_input(g, x);
+    let len = ho * wq;
+    pad.out.fill(0.0);
     for kh in 0..k {
         for kw in 0..k {
-            let wv = wk[kh * k + kw];
-            let (lo, hi) = valid_cols(g, kw, wo, g.w);
-            if lo >= hi {
-                continue;
-            }
-            let first = lo * g.stride + kw - g.pad;
-            for oh in 0..ho {
-                let Some(ih) = input_row(g, oh, kh) else {
-                    continue;
-                };
-                let src = &x[ih * g.w..(ih + 1) * g.w];
-                let o = &mut out[oh * wo + lo..oh * wo + hi];
-                if g.stride == 1 {
-                    for (o, v) in o.iter_mut().zip(&src[first..first + (hi - lo)]) {
-                        *o += wv * *v;
-                    }
-                } else {
-                    for (o, v) in o.iter_mut().zip(src[first..].iter().step_by(g.stride)) {
-                        *o += wv * *v;
-                    }
-                }
-            }
+            let at = pad.tap(g, kh, kw);
+            axpy(&mut pad.out, wk[kh * k + kw], &pad.input[at..at + len]);
+        }
+    }
+    for (r, row) in out.chunks_exact_mut(wo).enumerate() {
+        row.copy_from_slice(&pad.out[r * wq..r * wq + wo]);
+    }
+}
+
+/// Input gradient: every tap adds the weighted output gradient back at its offset.
+#[inline(never)]
+fn depthwise_plane_dx(g: &Geom, pad: &mut Padded, gout: &[f32], wk: &[f32], dx: &mut [f32]) {
+    let (ho, k) = (g.ho(), g.k);
+    pad.load_out(g, gout);
+    let len = ho * pad.wq;
+    pad.input.fill(0.0);
+    for kh in 0..k {
+        for kw in 0..k {
+            let at = pad.tap(g, kh, kw);
+            axpy(&mut pad.input[at..at + len], wk[kh * k + kw], &pad.out);
+        }
+    }
+    pad.store_input(g, dx);
+}
+
+/// This plane's share of the filter gradient: one dot product per tap.
+#[inline(never)]
+fn depthwise_plane_dw(g: &Geom, pad: &mut Padded, x: &[f32], gout: &[f32], share: &mut [f32]) {
+    let (ho, k) = (g.ho(), g.k);
+    pad.load_input(g, x);
+    pad.load_out(g, gout);
+    let len = ho * pad.wq;
+    for kh in 0..k {
+        for kw in 0..k {
+            let at = pad.tap(g, kh, kw);
+            share[kh * k + kw] = dot(&pad.input[at..at + len], &pad.out);
         }
     }
 }
@@ -608,17 +717,23 @@ fn depthwise_backward(
         dx.par_chunks_mut(plane_in)
             .zip(grad_out.par_chunks(ho * wo))
             .enumerate()
-            .for_each(|(i, (d, go))| {
-                let c = i % g.cin;
-                depthwise_plane_dx(g, go, &weight[c * kk..(c + 1) * kk], d);
-            });
+            .for_each_init(
+                || Padded::new(g),
+                |pad, (i, (d, go))| {
+                    let c = i % g.cin;
+                    depthwise_plane_dx(g, pad, go, &weight[c * kk..(c + 1) * kk], d);
+                },
+            );
     }
     if want_dw {
         shares
             .par_chunks_mut(kk)
             .zip(x.par_chunks(plane_in))
             .zip(grad_out.par_chunks(ho * wo))
-            .for_each(|((s, xp), go)| depthwise_plane_dw(g, xp, go, s));
+            .for_each_init(
+                || Padded::new(g),
+                |pad, ((s, xp), go)| depthwise_plane_dw(g, pad, xp, go, s),
+            );
     }
     let dw = want_dw.then(|| {
         let mut dw = vec![0.0f32; g.cin * kk];
@@ -633,71 +748,8 @@ fn depthwise_backward(
     (dx, dw)
 }
 
-#[inline(never)]
-fn depthwise_plane_dx(g: &Geom, gout: &[f32], wk: &[f32], dx: &mut [f32]) {
-    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
-    for kh in 0..k {
-        for kw in 0..k {
-            let wv = wk[kh * k + kw];
-            let (lo, hi) = valid_cols(g, kw, wo, g.w);
-            if lo >= hi {
-                continue;
-            }
-            let first = lo * g.stride + kw - g.pad;
-            for oh in 0..ho {
-                let Some(ih) = input_row(g, oh, kh) else {
-                    continue;
-                };
-                let go = &gout[oh * wo + lo..oh * wo + hi];
-                let d = &mut dx[ih * g.w..(ih + 1) * g.w];
-                if g.stride == 1 {
-                    for (d, v) in d[first..first + (hi - lo)].iter_mut().zip(go) {
-                        *d += wv * *v;
-                    }
-                } else {
-                    for (d, v) in d[first..].iter_mut().step_by(g.stride).zip(go) {
-                        *d += wv * *v;
-                    }
-                }
-            }
-        }
-    }
-}
-
-#[inline(never)]
-fn depthwise_plane_dw(g: &Geom, x: &[f32], gout: &[f32], share: &mut [f32]) {
-    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
-    for kh in 0..k {
-        for kw in 0..k {
-            let (lo, hi) = valid_cols(g, kw, wo, g.w);
-            if lo >= hi {
-                continue;
-            }
-            let first = lo * g.stride + kw - g.pad;
-            let mut acc = 0.0f32;
-            for oh in 0..ho {
-                let Some(ih) = input_row(g, oh, kh) else {
-                    continue;
-                };
-                let go = &gout[oh * wo + lo..oh * wo + hi];
-                let src = &x[ih * g.w..(ih + 1) * g.w];
-                if g.stride == 1 {
-                    acc += dot(&src[first..first + (hi - lo)], go);
-                } else {
-                    acc += src[first..]
-                        .iter()
-                        .step_by(g.stride)
-                        .zip(go)
-                        .map(|(a, b)| a * b)
-                        .sum::<f32>();
-                }
-            }
-            share[kh * k + kw] = acc;
-        }
-    }
-}
-
 /// A dot product in eight lanes, so that the compiler vectorises it.
+#[inline(never)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut lanes = [0.0f32; 8];
     let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
@@ -794,6 +846,7 @@ mod tests {
             // Depthwise 3 × 3, stride 1 and 2.
             (3, 4, 6, 6, 4, 3, 1, 1, true),
             (2, 3, 7, 7, 3, 3, 2, 1, true),
+            (2, 3, 8, 6, 3, 3, 2, 1, true),
             (2, 2, 2, 2, 2, 3, 2, 1, true),
         ];
         for threads in [1, 3] {

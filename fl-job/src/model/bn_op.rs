@@ -65,6 +65,40 @@ pub(crate) fn bn_act_train(
     })
 }
 
+/// Evaluation-mode BatchNorm + activation on plain `Flex` (no autodiff): the running
+/// statistics normalise, in one pass. `None` on other backends (the caller uses Burn's
+/// `BatchNorm::forward` then the activation).
+pub(crate) fn bn_act_eval(x: &Tensor<4>, bn: &burn::nn::BatchNorm, act: Act) -> Option<Tensor<4>> {
+    let xp = x.clone().try_into_primitive::<Flex>().ok()?;
+    let prim = |t: Tensor<1>| t.try_into_primitive::<Flex>().ok();
+    let gamma = prim(bn.gamma.val())?;
+    let beta = prim(bn.beta.val())?;
+    let mean = prim(bn.running_mean.value())?;
+    let var = prim(bn.running_var.value())?;
+    let [n, c, h, w] = x.dims();
+    let s = Shape {
+        dims: [n, c, h, w],
+        n,
+        c,
+        hw: h * w,
+        eps: bn.epsilon as f32,
+        act,
+    };
+    let inv: Vec<f32> = slice(&var)
+        .iter()
+        .map(|v| 1.0 / (v + s.eps).sqrt())
+        .collect();
+    let y = forward(
+        &s,
+        &slice(&xp),
+        &slice(&mean),
+        &inv,
+        &slice(&gamma),
+        &slice(&beta),
+    );
+    Some(Tensor::from_primitive::<Flex>(flex_tensor(y, &s.dims)))
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Shape {
     dims: [usize; 4],
@@ -392,6 +426,31 @@ mod tests {
     fn max_rel_diff<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
         let scale = b.clone().abs().max().into_scalar::<f32>().max(1.0);
         (a - b).abs().max().into_scalar::<f32>() / scale
+    }
+
+    /// Evaluation mode: equal to Burn's `BatchNorm::forward` with running statistics, then
+    /// the activation.
+    #[test]
+    fn eval_matches_burn_batch_norm_and_activation() {
+        let device = crate::Backend::Flex.device();
+        let mut bn = BatchNormConfig::new(3).init(&device);
+        bn.gamma = burn::module::Param::from_tensor(Tensor::from_floats([0.5, 1.5, -2.0], &device));
+        bn.beta = burn::module::Param::from_tensor(Tensor::from_floats([0.1, 3.0, 0.0], &device));
+        bn.running_mean =
+            burn::module::RunningState::new(Tensor::from_floats([0.2, -1.0, 0.5], &device));
+        bn.running_var =
+            burn::module::RunningState::new(Tensor::from_floats([0.5, 2.0, 4.0], &device));
+        let x = Tensor::<4>::random([2, 3, 4, 5], Distribution::Normal(0.0, 4.0), &device);
+        for act in [Act::None, Act::Relu, Act::Relu6] {
+            let ours = bn_act_eval(&x, &bn, act).unwrap();
+            let z = bn.forward(x.clone());
+            let theirs = match act {
+                Act::None => z,
+                Act::Relu => relu(z),
+                Act::Relu6 => z.clamp(0.0, 6.0),
+            };
+            assert!(max_rel_diff(ours, theirs) < 1e-5, "{act:?}");
+        }
     }
 
     /// Output, batch statistics and all three gradients equal Burn's `BatchNorm` followed by

@@ -91,10 +91,11 @@ impl ConvBn {
                 return out.y;
             }
         }
-        if !training && super::cpu_kernels() {
-            if let Some(y) = bn_op::bn_act_eval(&x, &self.bn, act) {
-                return y;
-            }
+        if !training
+            && super::cpu_kernels()
+            && let Some(y) = bn_op::bn_act_eval(&x, &self.bn, act)
+        {
+            return y;
         }
         let x = if training {
             batch_norm_train(&self.bn, x)

@@ -16,6 +16,10 @@
 
 use rayon::prelude::*;
 
+/// How many output columns one GEMM should have at least: samples are stacked side by side
+/// until their maps reach it (see [`Geom::stack`]).
+const STACK_COLUMNS: usize = 256;
+
 /// The shape of one convolution: input `[n, cin, h, w]`, weight `[cout, cin / groups, k, k]`,
 /// symmetric zero padding `pad`, equal strides. `groups` is 1 (dense) or `cin` with
 /// `cout == cin` (depthwise); other groupings are not handled here.
@@ -83,7 +87,7 @@ impl Geom {
     /// Samples stacked into one GEMM so that its width reaches a few hundred columns.
     fn stack(&self, chunk: usize) -> usize {
         let spatial = self.ho() * self.wo();
-        256usize.div_ceil(spatial).clamp(1, chunk)
+        STACK_COLUMNS.div_ceil(spatial).clamp(1, chunk)
     }
 }
 

@@ -21,7 +21,7 @@ def norm(spec):
 
 def burn(args, models):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
+        env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads), RUST_LOG="warn")
         cmd = [args.fl_job, "bench", "--models", ",".join(models), "--seconds",
                str(args.seconds), "--batch", str(args.batch), "--json", f.name]
         subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)

@@ -19,9 +19,10 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Flex};
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::Tensor;
 use rayon::prelude::*;
 
+use super::conv_op::{flex_tensor, slice};
 use super::layers::Act;
 
 type FlexAd = Autodiff<Flex, NoCheckpointing>;
@@ -327,22 +328,6 @@ fn backward_masked<M: Mask>(
         dx
     });
     (dx, dgamma, dbeta)
-}
-
-fn slice(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
-    match t.as_slice::<f32>() {
-        Some(s) if t.is_contiguous() => std::borrow::Cow::Borrowed(s),
-        _ => std::borrow::Cow::Owned(
-            t.to_contiguous()
-                .as_slice::<f32>()
-                .expect("batch norm: flex tensor is not f32")
-                .to_vec(),
-        ),
-    }
-}
-
-fn flex_tensor(values: Vec<f32>, shape: &[usize]) -> FlexTensor {
-    FlexTensor::from_data(TensorData::new(values, shape.to_vec()))
 }
 
 #[derive(Debug)]

@@ -96,19 +96,20 @@ fn out_shape(g: &Geom) -> [usize; 4] {
 }
 
 /// A contiguous `f32` copy-free view of a flex tensor (copied only if it is strided).
-fn slice(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
+pub(super) fn slice(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
     match t.as_slice::<f32>() {
         Some(s) if t.is_contiguous() => std::borrow::Cow::Borrowed(s),
         _ => std::borrow::Cow::Owned(
             t.to_contiguous()
                 .as_slice::<f32>()
-                .expect("conv: flex tensor is not f32")
+                .expect("fl-job kernels: flex tensor is not f32")
                 .to_vec(),
         ),
     }
 }
 
-fn flex_tensor(values: Vec<f32>, shape: &[usize]) -> FlexTensor {
+/// A contiguous flex tensor of these values.
+pub(super) fn flex_tensor(values: Vec<f32>, shape: &[usize]) -> FlexTensor {
     FlexTensor::from_data(TensorData::new(values, shape.to_vec()))
 }
 

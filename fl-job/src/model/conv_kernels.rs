@@ -7,10 +7,13 @@
 //! `fl-job/TRAINING.md`). Here the weight gradient is one GEMM against the im2col matrix, the
 //! input gradient one GEMM then a col2im into NCHW, and nothing changes layout.
 //!
-//! Parallelism is over the batch: the samples are cut into one chunk per rayon thread and
-//! each chunk runs its GEMMs single-threaded (`gemm::Parallelism::None`), so threads never
-//! wait on each other inside a layer. Within a chunk, samples whose output maps are small
-//! (ResNet's 4 × 4 stage) are stacked side by side so that each GEMM stays wide.
+//! Parallelism is over the batch: the samples are cut into groups and each group runs its
+//! GEMMs single-threaded (`gemm::Parallelism::None`), so threads never wait on each other
+//! inside a layer. Samples whose output maps are small (ResNet's 4 × 4 stage) share a group,
+//! stacked side by side so that each GEMM stays wide. The groups depend on the geometry
+//! only, never on the thread count, and the weight gradient sums the groups' shares in
+//! group order: results are bit-identical at any number of threads (the virtual clock's
+//! determinism test in venn-lab trains at 1 and 2 threads and compares the CSVs).
 //!
 //! The autodiff glue that calls these lives in `conv_op.rs`; the kernels know nothing of Burn.
 
@@ -79,15 +82,14 @@ impl Geom {
         self.pointwise() && stack == 1
     }
 
-    /// Samples per chunk: one chunk per rayon thread.
-    fn chunk(&self) -> usize {
-        self.n.div_ceil(rayon::current_num_threads().max(1)).max(1)
-    }
-
-    /// Samples stacked into one GEMM so that its width reaches a few hundred columns.
-    fn stack(&self, chunk: usize) -> usize {
-        let spatial = self.ho() * self.wo();
-        STACK_COLUMNS.div_ceil(spatial).clamp(1, chunk)
+    /// Samples per group, stacked into one GEMM so that its width reaches a few hundred
+    /// columns; groups are made equal in size (20 samples at 16 columns each: two groups of
+    /// ten, not 16 + 4) so that they balance over the threads.
+    fn group(&self) -> usize {
+        let spatial = (self.ho() * self.wo()).max(1);
+        let want = STACK_COLUMNS.div_ceil(spatial).clamp(1, self.n.max(1));
+        let groups = self.n.max(1).div_ceil(want);
+        self.n.max(1).div_ceil(groups)
     }
 }
 
@@ -328,17 +330,37 @@ pub(crate) fn forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
         return depthwise_forward(g, x, weight);
     }
     let mut out = vec![0.0f32; g.n * g.out_len()];
-    let chunk = g.chunk();
-    out.par_chunks_mut(chunk * g.out_len())
-        .zip(x.par_chunks(chunk * g.in_len()))
-        .for_each(|(out, xs)| forward_chunk(g, xs, weight, out));
+    let group = g.group();
+    out.par_chunks_mut(group * g.out_len())
+        .zip(x.par_chunks(group * g.in_len()))
+        .for_each_init(Scratch::default, |scratch, (out, xs)| {
+            forward_group(g, xs, weight, out, scratch)
+        });
     out
 }
 
-fn forward_chunk(g: &Geom, xs: &[f32], weight: &[f32], out: &mut [f32]) {
+/// Per-thread buffers, grown on first use and reused from group to group: every kernel
+/// writes all of what it reads back, so they are never cleared.
+#[derive(Default)]
+struct Scratch {
+    col: Vec<f32>,
+    dcol: Vec<f32>,
+    stacked: Vec<f32>,
+}
+
+/// The first `len` elements of `buf`, growing it if needed.
+fn take(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
+    if buf.len() < len {
+        buf.resize(len, 0.0);
+    }
+    &mut buf[..len]
+}
+
+/// One group of samples, stacked into one GEMM.
+fn forward_group(g: &Geom, xs: &[f32], weight: &[f32], out: &mut [f32], scratch: &mut Scratch) {
     let samples = xs.len() / g.in_len();
     let spatial = g.ho() * g.wo();
-    let stack = g.stack(samples);
+    let stack = samples;
     let kdim = g.kdim();
     let w = Mat {
         data: weight,
@@ -347,19 +369,22 @@ fn forward_chunk(g: &Geom, xs: &[f32], weight: &[f32], out: &mut [f32]) {
         rs: kdim,
         cs: 1,
     };
-    let mut col = if g.direct(stack) {
-        Vec::new()
-    } else {
-        vec![0.0f32; kdim * stack * spatial]
-    };
-    let mut tmp = vec![
-        0.0f32;
+    let col = take(
+        &mut scratch.col,
+        if g.direct(stack) {
+            0
+        } else {
+            kdim * stack * spatial
+        },
+    );
+    let tmp = take(
+        &mut scratch.stacked,
         if stack > 1 {
             g.cout * stack * spatial
         } else {
             0
-        }
-    ];
+        },
+    );
     for s0 in (0..samples).step_by(stack) {
         let gs = stack.min(samples - s0);
         let ld = gs * spatial;
@@ -368,9 +393,9 @@ fn forward_chunk(g: &Geom, xs: &[f32], weight: &[f32], out: &mut [f32]) {
         } else {
             for j in 0..gs {
                 let xj = &xs[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
-                im2col(g, xj, &mut col, ld, j * spatial);
+                im2col(g, xj, col, ld, j * spatial);
             }
-            &col
+            col
         };
         let b = Mat {
             data: cols,
@@ -383,7 +408,7 @@ fn forward_chunk(g: &Geom, xs: &[f32], weight: &[f32], out: &mut [f32]) {
             let dst = &mut out[s0 * g.out_len()..(s0 + 1) * g.out_len()];
             matmul(dst, spatial, w, b, false);
         } else {
-            matmul(&mut tmp, ld, w, b, false);
+            matmul(tmp, ld, w, b, false);
             // `[cout, gs·spatial]` → `gs × [cout, spatial]`.
             for j in 0..gs {
                 let o = &mut out[(s0 + j) * g.out_len()..(s0 + j + 1) * g.out_len()];
@@ -415,27 +440,32 @@ pub(crate) fn backward(
     if g.depthwise {
         return depthwise_backward(g, x, weight, grad_out, want_dx, want_dw);
     }
-    let chunk = g.chunk();
-    let (xc, gc) = (chunk * g.in_len(), chunk * g.out_len());
+    let group = g.group();
+    let (xc, gc) = (group * g.in_len(), group * g.out_len());
     let mut dx = want_dx.then(|| vec![0.0f32; g.n * g.in_len()]);
+    // Collected in group order, so the sum below is the same at any thread count.
     let partials: Vec<Option<Vec<f32>>> = match dx.as_mut() {
         Some(dx) => dx
             .par_chunks_mut(xc)
             .zip(x.par_chunks(xc))
             .zip(grad_out.par_chunks(gc))
-            .map(|((dx, xs), gs)| backward_chunk(g, xs, weight, gs, Some(dx), want_dw))
+            .map_init(Scratch::default, |scratch, ((dx, xs), gs)| {
+                backward_group(g, xs, weight, gs, Some(dx), want_dw, scratch)
+            })
             .collect(),
         None => x
             .par_chunks(xc)
             .zip(grad_out.par_chunks(gc))
-            .map(|(xs, gs)| backward_chunk(g, xs, weight, gs, None, want_dw))
+            .map_init(Scratch::default, |scratch, (xs, gs)| {
+                backward_group(g, xs, weight, gs, None, want_dw, scratch)
+            })
             .collect(),
     };
     let dw = want_dw.then(|| sum_partials(partials, g.weight_len()));
     (dx, dw)
 }
 
-/// Sums per-chunk weight gradients.
+/// Sums the groups' weight gradients, in group order.
 fn sum_partials(partials: Vec<Option<Vec<f32>>>, len: usize) -> Vec<f32> {
     let mut it = partials.into_iter().flatten();
     let mut total = it.next().unwrap_or_else(|| vec![0.0; len]);
@@ -447,37 +477,46 @@ fn sum_partials(partials: Vec<Option<Vec<f32>>>, len: usize) -> Vec<f32> {
     total
 }
 
-fn backward_chunk(
+/// One group's input gradient (written into `dx`) and its share of the weight gradient.
+fn backward_group(
     g: &Geom,
     xs: &[f32],
     weight: &[f32],
     gouts: &[f32],
     mut dx: Option<&mut [f32]>,
     want_dw: bool,
+    scratch: &mut Scratch,
 ) -> Option<Vec<f32>> {
     let samples = xs.len() / g.in_len();
     let spatial = g.ho() * g.wo();
-    let stack = g.stack(samples);
+    let stack = samples;
     let kdim = g.kdim();
     let mut dw = want_dw.then(|| vec![0.0f32; g.cout * kdim]);
-    let mut col = if want_dw && !g.direct(stack) {
-        vec![0.0f32; kdim * stack * spatial]
-    } else {
-        Vec::new()
-    };
-    let mut dcol = if dx.is_some() && !g.direct(stack) {
-        vec![0.0f32; kdim * stack * spatial]
-    } else {
-        Vec::new()
-    };
-    let mut gtmp = vec![
-        0.0f32;
+    let Scratch { col, dcol, stacked } = scratch;
+    let col = take(
+        col,
+        if want_dw && !g.direct(stack) {
+            kdim * stack * spatial
+        } else {
+            0
+        },
+    );
+    let dcol = take(
+        dcol,
+        if dx.is_some() && !g.direct(stack) {
+            kdim * stack * spatial
+        } else {
+            0
+        },
+    );
+    let gtmp = take(
+        stacked,
         if stack > 1 {
             g.cout * stack * spatial
         } else {
             0
-        }
-    ];
+        },
+    );
     // Wᵀ as a `[kdim, cout]` view of the `[cout, kdim]` weight.
     let wt = Mat {
         data: weight,
@@ -500,7 +539,7 @@ fn backward_chunk(
                         .copy_from_slice(&gj[co * spatial..(co + 1) * spatial]);
                 }
             }
-            &gtmp
+            gtmp
         };
         let gm = Mat {
             data: gmat,
@@ -515,9 +554,9 @@ fn backward_chunk(
             } else {
                 for j in 0..gs {
                     let xj = &xs[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
-                    im2col(g, xj, &mut col, ld, j * spatial);
+                    im2col(g, xj, col, ld, j * spatial);
                 }
-                &col
+                col
             };
             // dW[cout, kdim] += G[cout, ld] · colᵀ[ld, kdim]
             let colt = Mat {
@@ -536,10 +575,10 @@ fn backward_chunk(
                 matmul(d, ld, wt, gm, false);
             } else {
                 // dcol[kdim, ld] = Wᵀ · G, then back onto the input.
-                matmul(&mut dcol, ld, wt, gm, false);
+                matmul(dcol, ld, wt, gm, false);
                 for j in 0..gs {
                     let d = &mut dx[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
-                    col2im_add(g, &mut dcol, ld, j * spatial, d);
+                    col2im_add(g, dcol, ld, j * spatial, d);
                 }
             }
         }
@@ -887,6 +926,65 @@ mod tests {
                     assert!(none.is_none());
                     close(&gx.unwrap(), &dx, "dx alone", &g);
                 });
+            }
+        }
+    }
+
+    /// The groups and the order of the weight-gradient sum do not depend on the thread
+    /// count, so neither do the bits (venn-lab's virtual clock relies on it).
+    #[test]
+    fn results_are_bit_identical_at_any_thread_count() {
+        let geoms = [
+            // Stacked groups (4 × 4 maps: two groups of ten), one sample per group, depthwise.
+            (20, 8, 4, 4, 8, 3, 1, 1, false),
+            (20, 3, 16, 16, 4, 3, 1, 1, false),
+            (7, 5, 5, 5, 6, 1, 1, 0, false),
+            (20, 6, 8, 8, 6, 3, 2, 1, true),
+        ];
+        for (seed, &(n, cin, h, w, cout, k, stride, pad, depthwise)) in geoms.iter().enumerate() {
+            let g = Geom {
+                n,
+                cin,
+                h,
+                w,
+                cout,
+                k,
+                stride,
+                pad,
+                depthwise,
+            };
+            let x = values(n * g.in_len(), seed as u64 * 5 + 1);
+            let wt = values(g.weight_len(), seed as u64 * 5 + 2);
+            let go = values(n * g.out_len(), seed as u64 * 5 + 3);
+            let run = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                pool.install(|| {
+                    let (dx, dw) = backward(&g, &x, &wt, &go, true, true);
+                    (forward(&g, &x, &wt), dx.unwrap(), dw.unwrap())
+                })
+            };
+            let one = run(1);
+            for threads in [2, 3, 4] {
+                let other = run(threads);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&one.0),
+                    bits(&other.0),
+                    "out at {threads} threads, {g:?}"
+                );
+                assert_eq!(
+                    bits(&one.1),
+                    bits(&other.1),
+                    "dx at {threads} threads, {g:?}"
+                );
+                assert_eq!(
+                    bits(&one.2),
+                    bits(&other.2),
+                    "dw at {threads} threads, {g:?}"
+                );
             }
         }
     }

@@ -19,6 +19,8 @@
 
 use rayon::prelude::*;
 
+use super::layers::Act;
+
 /// How many output columns one GEMM should have at least: samples are stacked side by side
 /// until their maps reach it (see [`Geom::stack`]).
 const STACK_COLUMNS: usize = 256;
@@ -324,17 +326,67 @@ fn matmul(dst: &mut [f32], dst_rs: usize, a: Mat<'_>, b: Mat<'_>, accumulate: bo
 /// Forward convolution: `x` `[n, cin, h, w]`, `weight` `[cout, cin/groups, k, k]` →
 /// `[n, cout, ho, wo]`.
 pub(crate) fn forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
+    forward_fused(g, x, weight, None)
+}
+
+/// Per output channel `y = act(x · scale + shift)`, applied as the convolution writes its
+/// outputs, while they are still in cache: evaluation-mode BatchNorm and its activation
+/// folded into the convolution, which saves a pass over the activations and its buffer.
+pub(crate) struct Epilogue<'a> {
+    pub scale: &'a [f32],
+    pub shift: &'a [f32],
+    pub act: Act,
+}
+
+impl Epilogue<'_> {
+    /// `dst = act(src · scale[co] + shift[co])`; `match` outside the loop so each vectorises.
+    fn write(&self, co: usize, dst: &mut [f32], src: &[f32]) {
+        let (a, b) = (self.scale[co], self.shift[co]);
+        let pairs = dst.iter_mut().zip(src);
+        match self.act {
+            Act::None => pairs.for_each(|(d, &v)| *d = v * a + b),
+            Act::Relu => pairs.for_each(|(d, &v)| *d = (v * a + b).max(0.0)),
+            Act::Relu6 => pairs.for_each(|(d, &v)| *d = (v * a + b).clamp(0.0, 6.0)),
+        }
+    }
+
+    /// The same in place.
+    fn apply(&self, co: usize, data: &mut [f32]) {
+        let (a, b) = (self.scale[co], self.shift[co]);
+        match self.act {
+            Act::None => data.iter_mut().for_each(|d| *d = *d * a + b),
+            Act::Relu => data.iter_mut().for_each(|d| *d = (*d * a + b).max(0.0)),
+            Act::Relu6 => data
+                .iter_mut()
+                .for_each(|d| *d = (*d * a + b).clamp(0.0, 6.0)),
+        }
+    }
+}
+
+/// [`forward`], then `epilogue` on every output channel if given.
+pub(crate) fn forward_fused(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    epilogue: Option<&Epilogue<'_>>,
+) -> Vec<f32> {
     assert_eq!(x.len(), g.n * g.in_len(), "conv forward: input length");
     assert_eq!(weight.len(), g.weight_len(), "conv forward: weight length");
+    if let Some(e) = epilogue {
+        assert!(
+            e.scale.len() == g.cout && e.shift.len() == g.cout,
+            "conv forward: epilogue length"
+        );
+    }
     if g.depthwise {
-        return depthwise_forward(g, x, weight);
+        return depthwise_forward(g, x, weight, epilogue);
     }
     let mut out = vec![0.0f32; g.n * g.out_len()];
     let group = g.group();
     out.par_chunks_mut(group * g.out_len())
         .zip(x.par_chunks(group * g.in_len()))
         .for_each_init(Scratch::default, |scratch, (out, xs)| {
-            forward_group(g, xs, weight, out, scratch)
+            forward_group(g, xs, weight, out, scratch, epilogue)
         });
     out
 }
@@ -356,12 +408,18 @@ fn take(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
     &mut buf[..len]
 }
 
-/// One group of samples, stacked into one GEMM.
-fn forward_group(g: &Geom, xs: &[f32], weight: &[f32], out: &mut [f32], scratch: &mut Scratch) {
-    let samples = xs.len() / g.in_len();
+/// One group of samples as one GEMM: `out[cout, gs·spatial] = W[cout, kdim] · col`.
+fn forward_group(
+    g: &Geom,
+    xs: &[f32],
+    weight: &[f32],
+    out: &mut [f32],
+    scratch: &mut Scratch,
+    epilogue: Option<&Epilogue<'_>>,
+) {
+    let gs = xs.len() / g.in_len();
     let spatial = g.ho() * g.wo();
-    let stack = samples;
-    let kdim = g.kdim();
+    let (kdim, ld) = (g.kdim(), gs * spatial);
     let w = Mat {
         data: weight,
         rows: g.cout,
@@ -369,53 +427,40 @@ fn forward_group(g: &Geom, xs: &[f32], weight: &[f32], out: &mut [f32], scratch:
         rs: kdim,
         cs: 1,
     };
-    let col = take(
-        &mut scratch.col,
-        if g.direct(stack) {
-            0
-        } else {
-            kdim * stack * spatial
-        },
-    );
-    let tmp = take(
-        &mut scratch.stacked,
-        if stack > 1 {
-            g.cout * stack * spatial
-        } else {
-            0
-        },
-    );
-    for s0 in (0..samples).step_by(stack) {
-        let gs = stack.min(samples - s0);
-        let ld = gs * spatial;
-        let cols: &[f32] = if g.direct(stack) {
-            &xs[s0 * g.in_len()..(s0 + 1) * g.in_len()]
-        } else {
-            for j in 0..gs {
-                let xj = &xs[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
-                im2col(g, xj, col, ld, j * spatial);
+    let cols: &[f32] = if g.direct(gs) {
+        xs
+    } else {
+        let col = take(&mut scratch.col, kdim * ld);
+        for (j, xj) in xs.chunks_exact(g.in_len()).enumerate() {
+            im2col(g, xj, col, ld, j * spatial);
+        }
+        col
+    };
+    let b = Mat {
+        data: cols,
+        rows: kdim,
+        cols: ld,
+        rs: ld,
+        cs: 1,
+    };
+    if gs == 1 {
+        matmul(out, spatial, w, b, false);
+        if let Some(e) = epilogue {
+            for (co, plane) in out.chunks_exact_mut(spatial).enumerate() {
+                e.apply(co, plane);
             }
-            col
-        };
-        let b = Mat {
-            data: cols,
-            rows: kdim,
-            cols: ld,
-            rs: ld,
-            cs: 1,
-        };
-        if gs == 1 {
-            let dst = &mut out[s0 * g.out_len()..(s0 + 1) * g.out_len()];
-            matmul(dst, spatial, w, b, false);
-        } else {
-            matmul(tmp, ld, w, b, false);
-            // `[cout, gs·spatial]` → `gs × [cout, spatial]`.
-            for j in 0..gs {
-                let o = &mut out[(s0 + j) * g.out_len()..(s0 + j + 1) * g.out_len()];
-                for co in 0..g.cout {
-                    o[co * spatial..(co + 1) * spatial]
-                        .copy_from_slice(&tmp[co * ld + j * spatial..co * ld + (j + 1) * spatial]);
-                }
+        }
+        return;
+    }
+    let tmp = take(&mut scratch.stacked, g.cout * ld);
+    matmul(tmp, ld, w, b, false);
+    // `[cout, gs·spatial]` → `gs × [cout, spatial]`.
+    for (j, o) in out.chunks_exact_mut(g.out_len()).enumerate() {
+        for (co, dst) in o.chunks_exact_mut(spatial).enumerate() {
+            let src = &tmp[co * ld + j * spatial..co * ld + (j + 1) * spatial];
+            match epilogue {
+                Some(e) => e.write(co, dst, src),
+                None => dst.copy_from_slice(src),
             }
         }
     }
@@ -477,109 +522,80 @@ fn sum_partials(partials: Vec<Option<Vec<f32>>>, len: usize) -> Vec<f32> {
     total
 }
 
-/// One group's input gradient (written into `dx`) and its share of the weight gradient.
+/// One group's input gradient (written into `dx`) and its share of the weight gradient, each
+/// one GEMM over the group's samples stacked side by side.
 fn backward_group(
     g: &Geom,
     xs: &[f32],
     weight: &[f32],
     gouts: &[f32],
-    mut dx: Option<&mut [f32]>,
+    dx: Option<&mut [f32]>,
     want_dw: bool,
     scratch: &mut Scratch,
 ) -> Option<Vec<f32>> {
-    let samples = xs.len() / g.in_len();
+    let gs = xs.len() / g.in_len();
     let spatial = g.ho() * g.wo();
-    let stack = samples;
-    let kdim = g.kdim();
-    let mut dw = want_dw.then(|| vec![0.0f32; g.cout * kdim]);
+    let (kdim, ld) = (g.kdim(), gs * spatial);
     let Scratch { col, dcol, stacked } = scratch;
-    let col = take(
-        col,
-        if want_dw && !g.direct(stack) {
-            kdim * stack * spatial
-        } else {
-            0
-        },
-    );
-    let dcol = take(
-        dcol,
-        if dx.is_some() && !g.direct(stack) {
-            kdim * stack * spatial
-        } else {
-            0
-        },
-    );
-    let gtmp = take(
-        stacked,
-        if stack > 1 {
-            g.cout * stack * spatial
-        } else {
-            0
-        },
-    );
-    // Wᵀ as a `[kdim, cout]` view of the `[cout, kdim]` weight.
-    let wt = Mat {
-        data: weight,
-        rows: kdim,
-        cols: g.cout,
-        rs: 1,
-        cs: kdim,
-    };
-    for s0 in (0..samples).step_by(stack) {
-        let gs = stack.min(samples - s0);
-        let ld = gs * spatial;
-        // The output gradient of these samples as one `[cout, ld]` matrix.
-        let gmat: &[f32] = if gs == 1 {
-            &gouts[s0 * g.out_len()..(s0 + 1) * g.out_len()]
-        } else {
-            for j in 0..gs {
-                let gj = &gouts[(s0 + j) * g.out_len()..(s0 + j + 1) * g.out_len()];
-                for co in 0..g.cout {
-                    gtmp[co * ld + j * spatial..co * ld + (j + 1) * spatial]
-                        .copy_from_slice(&gj[co * spatial..(co + 1) * spatial]);
-                }
+    // The output gradient of these samples as one `[cout, ld]` matrix.
+    let gmat: &[f32] = if gs == 1 {
+        gouts
+    } else {
+        let gtmp = take(stacked, g.cout * ld);
+        for (j, gj) in gouts.chunks_exact(g.out_len()).enumerate() {
+            for (co, src) in gj.chunks_exact(spatial).enumerate() {
+                gtmp[co * ld + j * spatial..co * ld + (j + 1) * spatial].copy_from_slice(src);
             }
-            gtmp
-        };
-        let gm = Mat {
-            data: gmat,
-            rows: g.cout,
-            cols: ld,
-            rs: ld,
-            cs: 1,
-        };
-        if let Some(dw) = dw.as_mut() {
-            let cols: &[f32] = if g.direct(stack) {
-                &xs[s0 * g.in_len()..(s0 + 1) * g.in_len()]
-            } else {
-                for j in 0..gs {
-                    let xj = &xs[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
-                    im2col(g, xj, col, ld, j * spatial);
-                }
-                col
-            };
-            // dW[cout, kdim] += G[cout, ld] · colᵀ[ld, kdim]
-            let colt = Mat {
-                data: cols,
-                rows: ld,
-                cols: kdim,
-                rs: 1,
-                cs: ld,
-            };
-            matmul(dw, kdim, gm, colt, true);
         }
-        if let Some(dx) = dx.as_deref_mut() {
-            if g.direct(stack) {
-                // The column gradient is the input gradient itself.
-                let d = &mut dx[s0 * g.in_len()..(s0 + 1) * g.in_len()];
-                matmul(d, ld, wt, gm, false);
-            } else {
-                // dcol[kdim, ld] = Wᵀ · G, then back onto the input.
-                matmul(dcol, ld, wt, gm, false);
-                for j in 0..gs {
-                    let d = &mut dx[(s0 + j) * g.in_len()..(s0 + j + 1) * g.in_len()];
-                    col2im_add(g, dcol, ld, j * spatial, d);
-                }
+        gtmp
+    };
+    let gm = Mat {
+        data: gmat,
+        rows: g.cout,
+        cols: ld,
+        rs: ld,
+        cs: 1,
+    };
+    let dw = want_dw.then(|| {
+        let cols: &[f32] = if g.direct(gs) {
+            xs
+        } else {
+            let col = take(col, kdim * ld);
+            for (j, xj) in xs.chunks_exact(g.in_len()).enumerate() {
+                im2col(g, xj, col, ld, j * spatial);
+            }
+            col
+        };
+        // dW[cout, kdim] = G[cout, ld] · colᵀ[ld, kdim]
+        let colt = Mat {
+            data: cols,
+            rows: ld,
+            cols: kdim,
+            rs: 1,
+            cs: ld,
+        };
+        let mut dw = vec![0.0f32; g.cout * kdim];
+        matmul(&mut dw, kdim, gm, colt, false);
+        dw
+    });
+    if let Some(dx) = dx {
+        // Wᵀ as a `[kdim, cout]` view of the `[cout, kdim]` weight.
+        let wt = Mat {
+            data: weight,
+            rows: kdim,
+            cols: g.cout,
+            rs: 1,
+            cs: kdim,
+        };
+        if g.direct(gs) {
+            // The column gradient is the input gradient itself.
+            matmul(dx, ld, wt, gm, false);
+        } else {
+            // dcol[kdim, ld] = Wᵀ · G, then back onto the input.
+            let dcol = take(dcol, kdim * ld);
+            matmul(dcol, ld, wt, gm, false);
+            for (j, d) in dx.chunks_exact_mut(g.in_len()).enumerate() {
+                col2im_add(g, dcol, ld, j * spatial, d);
             }
         }
     }
@@ -631,14 +647,24 @@ impl Padded {
     /// Scatters `plane` (`h × w`) into the phase planes; nothing else is written, so the
     /// padding stays zero.
     fn load_input(&mut self, g: &Geom, plane: &[f32]) {
+        let s = g.stride;
         for (y, row) in plane.chunks_exact(g.w).enumerate() {
-            if g.stride == 1 {
+            if s == 1 {
                 let at = self.at(g, y + g.pad, g.pad);
                 self.input[at..at + g.w].copy_from_slice(row);
             } else {
-                for (x, v) in row.iter().enumerate() {
-                    let at = self.at(g, y + g.pad, x + g.pad);
-                    self.input[at] = *v;
+                // One strided copy per phase column: pixels x ≡ b − pad (mod s) land side
+                // by side in phase row (y + pad, b).
+                for b in 0..s.min(g.w) {
+                    let x0 = (b + s - g.pad % s) % s;
+                    if x0 >= g.w {
+                        continue;
+                    }
+                    let at = self.at(g, y + g.pad, x0 + g.pad);
+                    let dst = &mut self.input[at..];
+                    for (d, v) in dst.iter_mut().zip(row[x0..].iter().step_by(s)) {
+                        *d = *v;
+                    }
                 }
             }
         }
@@ -675,8 +701,13 @@ fn axpy(acc: &mut [f32], w: f32, src: &[f32]) {
     }
 }
 
-/// Depthwise forward: each channel convolved with its own `k × k` filter.
-fn depthwise_forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
+/// Depthwise forward: each channel convolved with its own `k × k` filter, then `epilogue`.
+fn depthwise_forward(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    epilogue: Option<&Epilogue<'_>>,
+) -> Vec<f32> {
     let (ho, wo, kk) = (g.ho(), g.wo(), g.k * g.k);
     let plane_in = g.h * g.w;
     let mut out = vec![0.0f32; g.n * g.out_len()];
@@ -688,6 +719,10 @@ fn depthwise_forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
             |pad, (i, (o, xp))| {
                 let c = i % g.cin;
                 depthwise_plane_forward(g, pad, xp, &weight[c * kk..(c + 1) * kk], o);
+                // The plane is still in cache: finish it here.
+                if let Some(e) = epilogue {
+                    e.apply(c, o);
+                }
             },
         );
     out
@@ -698,15 +733,31 @@ fn depthwise_plane_forward(g: &Geom, pad: &mut Padded, x: &[f32], wk: &[f32], ou
     let (ho, wo, k, wq) = (g.ho(), g.wo(), g.k, pad.wq);
     pad.load_input(g, x);
     let len = ho * wq;
-    pad.out.fill(0.0);
+    // The first tap sets the accumulator, so it is never cleared.
+    let first = pad.tap(g, 0, 0);
+    scale(&mut pad.out[..len], wk[0], &pad.input[first..first + len]);
     for kh in 0..k {
         for kw in 0..k {
+            if kh + kw == 0 {
+                continue;
+            }
             let at = pad.tap(g, kh, kw);
-            axpy(&mut pad.out, wk[kh * k + kw], &pad.input[at..at + len]);
+            axpy(
+                &mut pad.out[..len],
+                wk[kh * k + kw],
+                &pad.input[at..at + len],
+            );
         }
     }
     for (r, row) in out.chunks_exact_mut(wo).enumerate() {
         row.copy_from_slice(&pad.out[r * wq..r * wq + wo]);
+    }
+}
+
+/// `acc[i] = w · src[i]`.
+fn scale(acc: &mut [f32], w: f32, src: &[f32]) {
+    for (a, s) in acc.iter_mut().zip(src) {
+        *a = w * *s;
     }
 }
 

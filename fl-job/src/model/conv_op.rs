@@ -19,6 +19,7 @@ use burn::nn::conv::Conv2d;
 use burn::tensor::{Tensor, TensorData};
 
 use super::conv_kernels::{self, Geom};
+use super::layers::Act;
 
 /// The autodiff backend `Device::flex().autodiff()` builds.
 type FlexAd = Autodiff<Flex, NoCheckpointing>;
@@ -50,6 +51,56 @@ pub(crate) fn conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
         )));
     }
     None
+}
+
+/// Evaluation-mode `act(bn(conv(x)))` in one kernel pass on plain `Flex`: BatchNorm's
+/// running statistics folded into a per-channel scale and shift that the convolution applies
+/// as it writes each output plane. `None` where [`conv2d`] would not run or `x` is tracked by
+/// autodiff (training normalises with batch statistics instead).
+pub(crate) fn conv_bn_act_eval(
+    conv: &Conv2d,
+    bn: &burn::nn::BatchNorm,
+    act: Act,
+    x: &Tensor<4>,
+) -> Option<Tensor<4>> {
+    if !super::cpu_kernels() {
+        return None;
+    }
+    let geom = geometry(conv, x.dims())?;
+    let prim = |t: Tensor<1>| t.try_into_primitive::<Flex>().ok();
+    let xp = x.clone().try_into_primitive::<Flex>().ok()?;
+    let wp = conv.weight.val().try_into_primitive::<Flex>().ok()?;
+    let (gamma, beta) = (prim(bn.gamma.val())?, prim(bn.beta.val())?);
+    let (mean, var) = (
+        prim(bn.running_mean.value())?,
+        prim(bn.running_var.value())?,
+    );
+    let eps = bn.epsilon as f32;
+    // The same arithmetic as the unfused evaluation BatchNorm (`bn_op::bn_act_eval`).
+    let scale: Vec<f32> = slice(&gamma)
+        .iter()
+        .zip(slice(&var).iter())
+        .map(|(g, v)| g * (1.0 / (v + eps).sqrt()))
+        .collect();
+    let shift: Vec<f32> = slice(&beta)
+        .iter()
+        .zip(slice(&mean).iter())
+        .zip(&scale)
+        .map(|((b, m), s)| b - m * s)
+        .collect();
+    if scale.len() != geom.cout || shift.len() != geom.cout {
+        return None;
+    }
+    let epilogue = conv_kernels::Epilogue {
+        scale: &scale,
+        shift: &shift,
+        act,
+    };
+    let out = conv_kernels::forward_fused(&geom, &slice(&xp), &slice(&wp), Some(&epilogue));
+    Some(Tensor::from_primitive::<Flex>(flex_tensor(
+        out,
+        &out_shape(&geom),
+    )))
 }
 
 /// The kernels' geometry for this layer and input, if they handle it: no bias, no dilation,
@@ -238,6 +289,55 @@ mod tests {
         let x = Tensor::<4>::random([3, 4, 7, 7], Distribution::Default, &device);
         let ours = conv2d(&conv, &x).expect("flex is handled");
         assert!(max_rel_diff(ours, conv.forward(x)) < 1e-5);
+    }
+
+    /// Evaluation conv + BatchNorm (running statistics) + activation in one pass equals
+    /// Burn's `Conv2d`, `BatchNorm` and activation one after another; tolerance 1e-5
+    /// relative to the largest value. Dense with stacked samples (4 × 4 maps), one sample per
+    /// GEMM, 1 × 1, and depthwise at stride 1 and 2.
+    #[test]
+    fn fused_evaluation_matches_burn_conv_batchnorm_activation() {
+        use burn::module::{Param, RunningState};
+        use burn::nn::BatchNormConfig;
+        use burn::tensor::activation::relu;
+        let device = crate::Backend::Flex.device();
+        // (batch, c_in, c_out, size, kernel, stride, groups, act)
+        let cases = [
+            (20, 6, 8, 4, 3, 1, 1, Act::Relu),
+            (3, 4, 6, 9, 3, 2, 1, Act::None),
+            (5, 6, 9, 5, 1, 1, 1, Act::Relu6),
+            (4, 8, 8, 7, 3, 1, 8, Act::Relu6),
+            (3, 8, 8, 9, 3, 2, 8, Act::Relu6),
+        ];
+        for (n, cin, cout, size, k, stride, groups, act) in cases {
+            let conv = Conv2dConfig::new([cin, cout], [k, k])
+                .with_stride([stride, stride])
+                .with_padding(PaddingConfig2d::Explicit(k / 2, k / 2, k / 2, k / 2))
+                .with_groups(groups)
+                .with_bias(false)
+                .init(&device);
+            let mut bn = BatchNormConfig::new(cout).init(&device);
+            let rand = |lo: f64, hi: f64| {
+                Tensor::<1>::random([cout], Distribution::Uniform(lo, hi), &device)
+            };
+            bn.gamma = Param::from_tensor(rand(-2.0, 2.0));
+            bn.beta = Param::from_tensor(rand(-1.0, 1.0));
+            bn.running_mean = RunningState::new(rand(-0.5, 0.5));
+            bn.running_var = RunningState::new(rand(0.1, 3.0));
+            let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device);
+            let ours = conv_bn_act_eval(&conv, &bn, act, &x).expect("flex is handled");
+            let y = bn.forward(conv.forward(x));
+            let theirs = match act {
+                Act::None => y,
+                Act::Relu => relu(y),
+                Act::Relu6 => y.clamp(0.0, 6.0),
+            };
+            assert_eq!(ours.dims(), theirs.dims());
+            assert!(
+                max_rel_diff(ours, theirs) < 1e-5,
+                "{cin}->{cout} k{k} s{stride} g{groups} {act:?}"
+            );
+        }
     }
 
     /// Layers the kernels do not handle are left to Burn.

@@ -67,6 +67,16 @@ impl ConvBn {
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         // The same condition as `BatchNorm::forward` for using batch statistics.
         let training = x.is_autodiff() && self.bn.training.is_enabled();
+        let act = match self.act {
+            1 => Act::Relu,
+            2 => Act::Relu6,
+            _ => Act::None,
+        };
+        if !training
+            && let Some(y) = super::conv_op::conv_bn_act_eval(&self.conv, &self.bn, act, &x)
+        {
+            return y;
+        }
         let pointwise = self.conv.kernel_size == [1, 1] && self.conv.groups == 1;
         let x = if let Some(y) = super::conv_op::conv2d(&self.conv, &x) {
             y
@@ -74,11 +84,6 @@ impl ConvBn {
             conv1x1_train(&self.conv, x)
         } else {
             self.conv.forward(x)
-        };
-        let act = match self.act {
-            1 => Act::Relu,
-            2 => Act::Relu6,
-            _ => Act::None,
         };
         if training && super::cpu_kernels() {
             let bn = &self.bn;

@@ -19,6 +19,7 @@
 
 use rayon::prelude::*;
 
+use super::conv_winograd;
 use super::layers::Act;
 
 /// How many output columns one GEMM should have at least: samples are stacked side by side
@@ -57,11 +58,11 @@ impl Geom {
         self.cin * self.k * self.k
     }
 
-    fn in_len(&self) -> usize {
+    pub fn in_len(&self) -> usize {
         self.cin * self.h * self.w
     }
 
-    fn out_len(&self) -> usize {
+    pub fn out_len(&self) -> usize {
         self.cout * self.ho() * self.wo()
     }
 
@@ -88,11 +89,15 @@ impl Geom {
     /// columns; groups are made equal in size (20 samples at 16 columns each: two groups of
     /// ten, not 16 + 4) so that they balance over the threads.
     fn group(&self) -> usize {
-        let spatial = (self.ho() * self.wo()).max(1);
-        let want = STACK_COLUMNS.div_ceil(spatial).clamp(1, self.n.max(1));
-        let groups = self.n.max(1).div_ceil(want);
-        self.n.max(1).div_ceil(groups)
+        group_size(self.n, self.ho() * self.wo())
     }
+}
+
+/// Samples per group for `n` samples of `columns` GEMM columns each (see [`Geom::group`]).
+pub(super) fn group_size(n: usize, columns: usize) -> usize {
+    let n = n.max(1);
+    let want = STACK_COLUMNS.div_ceil(columns.max(1)).clamp(1, n);
+    n.div_ceil(n.div_ceil(want))
 }
 
 /// The output columns `lo..hi` whose input column `ow·stride + kw − pad` lies inside `0..w`.
@@ -257,13 +262,13 @@ fn col2im_add(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f32]) 
 
 /// A strided read-only matrix view for [`matmul`].
 #[derive(Clone, Copy)]
-struct Mat<'a> {
-    data: &'a [f32],
-    rows: usize,
-    cols: usize,
+pub(super) struct Mat<'a> {
+    pub data: &'a [f32],
+    pub rows: usize,
+    pub cols: usize,
     /// Row and column strides, in elements.
-    rs: usize,
-    cs: usize,
+    pub rs: usize,
+    pub cs: usize,
 }
 
 impl Mat<'_> {
@@ -277,12 +282,25 @@ impl Mat<'_> {
 
 /// `dst[rows × cols, row stride dst_rs] (+)= a · b`, single-threaded.
 #[allow(unsafe_code)]
-fn matmul(dst: &mut [f32], dst_rs: usize, a: Mat<'_>, b: Mat<'_>, accumulate: bool) {
+pub(super) fn matmul(dst: &mut [f32], dst_rs: usize, a: Mat<'_>, b: Mat<'_>, accumulate: bool) {
+    matmul_strided(dst, dst_rs, 1, a, b, accumulate);
+}
+
+/// [`matmul`] into a destination with row stride `dst_rs` and column stride `dst_cs`.
+#[allow(unsafe_code)]
+pub(super) fn matmul_strided(
+    dst: &mut [f32],
+    dst_rs: usize,
+    dst_cs: usize,
+    a: Mat<'_>,
+    b: Mat<'_>,
+    accumulate: bool,
+) {
     let (m, n, k) = (a.rows, b.cols, a.cols);
     assert_eq!(a.cols, b.rows, "matmul: inner dimensions differ");
     assert!(a.fits() && b.fits(), "matmul: operand view out of bounds");
     assert!(
-        m == 0 || n == 0 || (m - 1) * dst_rs + n <= dst.len(),
+        m == 0 || n == 0 || (m - 1) * dst_rs + (n - 1) * dst_cs < dst.len(),
         "matmul: destination too small"
     );
     if m == 0 || n == 0 {
@@ -291,7 +309,9 @@ fn matmul(dst: &mut [f32], dst_rs: usize, a: Mat<'_>, b: Mat<'_>, accumulate: bo
     if k == 0 {
         if !accumulate {
             for r in 0..m {
-                dst[r * dst_rs..r * dst_rs + n].fill(0.0);
+                for c in 0..n {
+                    dst[r * dst_rs + c * dst_cs] = 0.0;
+                }
             }
         }
         return;
@@ -304,7 +324,7 @@ fn matmul(dst: &mut [f32], dst_rs: usize, a: Mat<'_>, b: Mat<'_>, accumulate: bo
             n,
             k,
             dst.as_mut_ptr(),
-            1,
+            dst_cs as isize,
             dst_rs as isize,
             accumulate,
             a.data.as_ptr(),
@@ -351,7 +371,7 @@ impl Epilogue<'_> {
     }
 
     /// The same in place.
-    fn apply(&self, co: usize, data: &mut [f32]) {
+    pub(super) fn apply(&self, co: usize, data: &mut [f32]) {
         let (a, b) = (self.scale[co], self.shift[co]);
         match self.act {
             Act::None => data.iter_mut().for_each(|d| *d = *d * a + b),
@@ -381,6 +401,9 @@ pub(crate) fn forward_fused(
     if g.depthwise {
         return depthwise_forward(g, x, weight, epilogue);
     }
+    if conv_winograd::applies(g) {
+        return conv_winograd::forward(g, x, weight, epilogue);
+    }
     let mut out = vec![0.0f32; g.n * g.out_len()];
     let group = g.group();
     out.par_chunks_mut(group * g.out_len())
@@ -401,7 +424,7 @@ struct Scratch {
 }
 
 /// The first `len` elements of `buf`, growing it if needed.
-fn take(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
+pub(super) fn take(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
     if buf.len() < len {
         buf.resize(len, 0.0);
     }
@@ -485,6 +508,23 @@ pub(crate) fn backward(
     if g.depthwise {
         return depthwise_backward(g, x, weight, grad_out, want_dx, want_dw);
     }
+    if want_dx && conv_winograd::applies(g) {
+        let dx = conv_winograd::input_grad(g, grad_out, weight);
+        let (_, dw) = dense_backward(g, x, weight, grad_out, false, want_dw);
+        return (Some(dx), dw);
+    }
+    dense_backward(g, x, weight, grad_out, want_dx, want_dw)
+}
+
+/// [`backward`] for dense convolutions by im2col + GEMM.
+fn dense_backward(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    grad_out: &[f32],
+    want_dx: bool,
+    want_dw: bool,
+) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
     let group = g.group();
     let (xc, gc) = (group * g.in_len(), group * g.out_len());
     let mut dx = want_dx.then(|| vec![0.0f32; g.n * g.in_len()]);
@@ -858,11 +898,11 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// Deterministic pseudo-random values in [-1, 1).
-    fn values(len: usize, seed: u64) -> Vec<f32> {
+    pub(in crate::model) fn values(len: usize, seed: u64) -> Vec<f32> {
         let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         (0..len)
             .map(|_| {
@@ -875,7 +915,12 @@ mod tests {
     }
 
     /// The definition, index by index, in f64: output, and by the chain rule both gradients.
-    fn naive(g: &Geom, x: &[f32], w: &[f32], go: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    pub(in crate::model) fn naive(
+        g: &Geom,
+        x: &[f32],
+        w: &[f32],
+        go: &[f32],
+    ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let (ho, wo, k) = (g.ho(), g.wo(), g.k);
         let cin_per = if g.depthwise { 1 } else { g.cin };
         let mut out = vec![0.0f64; g.n * g.out_len()];
@@ -913,7 +958,7 @@ mod tests {
         (f(out), f(dx), f(dw))
     }
 
-    fn close(a: &[f32], b: &[f32], what: &str, g: &Geom) {
+    pub(in crate::model) fn close(a: &[f32], b: &[f32], what: &str, g: &Geom) {
         assert_eq!(a.len(), b.len(), "{what} length for {g:?}");
         let scale = b.iter().fold(1.0f32, |m, v| m.max(v.abs()));
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
@@ -942,6 +987,10 @@ mod tests {
             (2, 3, 7, 7, 3, 3, 2, 1, true),
             (2, 3, 8, 6, 3, 3, 2, 1, true),
             (2, 2, 2, 2, 2, 3, 2, 1, true),
+            // 3 × 3 stride 1 that takes the Winograd path (`conv_winograd::applies`): even,
+            // odd and non-square maps.
+            (3, 32, 14, 14, 40, 3, 1, 1, false),
+            (21, 33, 7, 5, 32, 3, 1, 1, false),
         ];
         for threads in [1, 3] {
             let pool = rayon::ThreadPoolBuilder::new()

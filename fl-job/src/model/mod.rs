@@ -3,6 +3,7 @@
 mod bn_op;
 mod conv_kernels;
 mod conv_op;
+mod conv_winograd;
 mod layers;
 mod mobilenet;
 mod resnet;

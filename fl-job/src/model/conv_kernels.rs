@@ -508,10 +508,10 @@ pub(crate) fn backward(
     if g.depthwise {
         return depthwise_backward(g, x, weight, grad_out, want_dx, want_dw);
     }
-    if want_dx && conv_winograd::applies(g) {
-        let dx = conv_winograd::input_grad(g, grad_out, weight);
-        let (_, dw) = dense_backward(g, x, weight, grad_out, false, want_dw);
-        return (Some(dx), dw);
+    if conv_winograd::applies(g) {
+        let dx = want_dx.then(|| conv_winograd::input_grad(g, grad_out, weight));
+        let dw = want_dw.then(|| conv_winograd::weight_grad(g, x, grad_out));
+        return (dx, dw);
     }
     dense_backward(g, x, weight, grad_out, want_dx, want_dw)
 }

@@ -207,47 +207,12 @@ fn group_forward(
     let (th, tw) = tiles(g);
     let per = th * tw;
     let t = gs * per;
-    let (ph, pw) = (2 * th + 2, 2 * tw + 2);
     let plane = g.h * g.w;
+    transform_inputs(g, xs, buf);
     let Buffers {
-        padded,
-        v,
-        m,
-        half,
-        hwc,
+        v, m, half, hwc, ..
     } = buf;
-    let padded = take(padded, ph * pw * cin);
-    // The border (and the bottom/right overhang of odd sizes) stays zero; only the interior
-    // is rewritten per sample.
-    padded.fill(0.0);
-    let v = take(v, XI * t * cin);
-    let half = take(half, XI * cin.max(cout));
-    for (j, sample) in xs.chunks_exact(g.in_len()).enumerate() {
-        for (c, src) in sample.chunks_exact(plane).enumerate() {
-            for (y, row) in src.chunks_exact(g.w).enumerate() {
-                let at = ((y + 1) * pw + 1) * cin + c;
-                for (x, val) in row.iter().enumerate() {
-                    padded[at + x * cin] = *val;
-                }
-            }
-        }
-        for ty in 0..th {
-            for tx in 0..tw {
-                let tile = j * per + ty * tw + tx;
-                input_tile(
-                    padded,
-                    pw,
-                    cin,
-                    2 * ty,
-                    2 * tx,
-                    half,
-                    v,
-                    t * cin,
-                    tile * cin,
-                );
-            }
-        }
-    }
+    let v = &v[..XI * t * cin];
     let m = take(m, XI * t * cout);
     for xi in 0..XI {
         // M[ξ] [cout, t] = U[ξ] [cout, cin] · V[ξ] [cin, t], all three column-major (channels
@@ -283,6 +248,191 @@ fn group_forward(
             }
             if let Some(e) = epilogue {
                 e.apply(co, dst);
+            }
+        }
+    }
+}
+
+/// `buf.v` = the group's transformed input tiles, `[16][tiles][cin]`.
+fn transform_inputs(g: &Geom, xs: &[f32], buf: &mut Buffers) {
+    let cin = g.cin;
+    let gs = xs.len() / g.in_len();
+    let (th, tw) = tiles(g);
+    let per = th * tw;
+    let t = gs * per;
+    let (ph, pw) = (2 * th + 2, 2 * tw + 2);
+    let plane = g.h * g.w;
+    let padded = take(&mut buf.padded, ph * pw * cin);
+    // The border (and the bottom/right overhang of odd sizes) stays zero; only the interior
+    // is rewritten per sample.
+    padded.fill(0.0);
+    let v = take(&mut buf.v, XI * t * cin);
+    let half = take(&mut buf.half, XI * cin.max(g.cout));
+    for (j, sample) in xs.chunks_exact(g.in_len()).enumerate() {
+        for (c, src) in sample.chunks_exact(plane).enumerate() {
+            for (y, row) in src.chunks_exact(g.w).enumerate() {
+                let at = ((y + 1) * pw + 1) * cin + c;
+                for (x, val) in row.iter().enumerate() {
+                    padded[at + x * cin] = *val;
+                }
+            }
+        }
+        for ty in 0..th {
+            for tx in 0..tw {
+                let tile = j * per + ty * tw + tx;
+                let at = tile * cin;
+                input_tile(padded, pw, cin, 2 * ty, 2 * tx, half, v, t * cin, at);
+            }
+        }
+    }
+}
+
+/// Weight gradient of a convolution whose shape fits. Forward is `Y = Aᵀ · Σ_ci (U ⊙ V) · A`
+/// per tile, so the gradient of `U[ξ]` is `Σ_tiles (A · dY · Aᵀ)[ξ] · V[ξ]`, 16 GEMMs whose
+/// inner dimension is the tiles (2.25× fewer products than im2col's), and
+/// `dW = Gᵀ · dU · G`. The groups' shares of `dU` are summed in group order, so the result
+/// does not depend on the thread count.
+pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
+    assert!(shape_fits(g), "winograd: geometry {g:?}");
+    assert_eq!(x.len(), g.n * g.in_len(), "winograd: input length");
+    assert_eq!(grad_out.len(), g.n * g.out_len(), "winograd: grad length");
+    let (th, tw) = tiles(g);
+    let group = group_size(g.n, th * tw);
+    let shares: Vec<Vec<f32>> = x
+        .par_chunks(group * g.in_len())
+        .zip(grad_out.par_chunks(group * g.out_len()))
+        .map_init(Buffers::default, |buf, (xs, gs)| {
+            group_weight_grad(g, xs, gs, buf)
+        })
+        .collect();
+    let mut shares = shares.into_iter();
+    let mut du = shares
+        .next()
+        .unwrap_or_else(|| vec![0.0; XI * g.cout * g.cin]);
+    for s in shares {
+        for (d, v) in du.iter_mut().zip(&s) {
+            *d += *v;
+        }
+    }
+    // dW[co][ci] = Gᵀ · dU[·][co][ci] · G, in parallel over output channels.
+    let plane = g.cout * g.cin;
+    let mut dw = vec![0.0f32; g.cout * g.cin * 9];
+    dw.par_chunks_mut(g.cin * 9)
+        .enumerate()
+        .for_each(|(co, dwc)| {
+            for (ci, out) in dwc.chunks_exact_mut(9).enumerate() {
+                let e = |xi: usize| du[xi * plane + co * g.cin + ci];
+                // Gᵀ = [1 ½ ½ 0; 0 ½ −½ 0; 0 ½ ½ 1], down the rows, then across.
+                let mut r = [[0.0f32; 4]; 3];
+                for c in 0..4 {
+                    let (a, b, d, f) = (e(c), e(4 + c), e(8 + c), e(12 + c));
+                    r[0][c] = a + 0.5 * (b + d);
+                    r[1][c] = 0.5 * (b - d);
+                    r[2][c] = 0.5 * (b + d) + f;
+                }
+                for (i, row) in r.iter().enumerate() {
+                    let (a, b, d, f) = (row[0], row[1], row[2], row[3]);
+                    out[i * 3] = a + 0.5 * (b + d);
+                    out[i * 3 + 1] = 0.5 * (b - d);
+                    out[i * 3 + 2] = 0.5 * (b + d) + f;
+                }
+            }
+        });
+    dw
+}
+
+/// One group's share of `dU`, `[16][cout][cin]`.
+#[inline(never)]
+fn group_weight_grad(g: &Geom, xs: &[f32], gouts: &[f32], buf: &mut Buffers) -> Vec<f32> {
+    let (cin, cout) = (g.cin, g.cout);
+    let gs = xs.len() / g.in_len();
+    let (th, tw) = tiles(g);
+    let per = th * tw;
+    let t = gs * per;
+    let plane = g.h * g.w;
+    transform_inputs(g, xs, buf);
+    let Buffers { v, m, hwc, .. } = buf;
+    let v = &v[..XI * t * cin];
+    // A · dY · Aᵀ per tile, across output channels, `[16][tiles][cout]`; pixels past an odd
+    // edge had no output, so their gradient is zero.
+    let dm = take(m, XI * t * cout);
+    let hwc = take(hwc, plane * cout);
+    for (j, gj) in gouts.chunks_exact(g.out_len()).enumerate() {
+        for (co, src) in gj.chunks_exact(plane).enumerate() {
+            for (p, val) in src.iter().enumerate() {
+                hwc[p * cout + co] = *val;
+            }
+        }
+        for ty in 0..th {
+            for tx in 0..tw {
+                let tile = j * per + ty * tw + tx;
+                grad_tile(hwc, g, 2 * ty, 2 * tx, dm, t * cout, tile * cout, cout);
+            }
+        }
+    }
+    let mut du = vec![0.0f32; XI * cout * cin];
+    for xi in 0..XI {
+        // dU[ξ] [cout, cin] = dM[ξ] [cout, t] · V[ξ]ᵀ [t, cin].
+        let a = Mat {
+            data: &dm[xi * t * cout..(xi + 1) * t * cout],
+            rows: cout,
+            cols: t,
+            rs: 1,
+            cs: cout,
+        };
+        let b = Mat {
+            data: &v[xi * t * cin..(xi + 1) * t * cin],
+            rows: t,
+            cols: cin,
+            rs: cin,
+            cs: 1,
+        };
+        matmul_strided(
+            &mut du[xi * cout * cin..(xi + 1) * cout * cin],
+            cin,
+            1,
+            a,
+            b,
+            false,
+        );
+    }
+    du
+}
+
+/// `dM[ξ][tile] = (A · dY · Aᵀ)[ξ]` for the 2 × 2 output-gradient tile at `(y0, x0)` (zero
+/// past the map's edge), across `c` channels; `A = [1 0; 1 1; 1 −1; 0 −1]`.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn grad_tile(
+    hwc: &[f32],
+    g: &Geom,
+    y0: usize,
+    x0: usize,
+    dm: &mut [f32],
+    stride: usize,
+    at: usize,
+    c: usize,
+) {
+    let pixel = |y: usize, x: usize| {
+        (y < g.h && x < g.w).then(|| &hwc[(y * g.w + x) * c..(y * g.w + x + 1) * c])
+    };
+    let rows = [
+        [pixel(y0, x0), pixel(y0, x0 + 1)],
+        [pixel(y0 + 1, x0), pixel(y0 + 1, x0 + 1)],
+    ];
+    for i in 0..c {
+        let v = |r: usize, col: usize| rows[r][col].map_or(0.0, |p| p[i]);
+        // A · dY: four rows of two.
+        let (a0, a1) = (v(0, 0), v(0, 1));
+        let (b0, b1) = (v(1, 0), v(1, 1));
+        let left = [a0, a0 + b0, a0 - b0, -b0];
+        let right = [a1, a1 + b1, a1 - b1, -b1];
+        // (A · dY) · Aᵀ across each row.
+        for r in 0..4 {
+            let (l, q) = (left[r], right[r]);
+            let vals = [l, l + q, l - q, -q];
+            for (col, val) in vals.into_iter().enumerate() {
+                dm[(r * 4 + col) * stride + at + i] = val;
             }
         }
     }
@@ -430,9 +580,10 @@ mod tests {
             let x = values(n * g.in_len(), seed as u64 * 7 + 1);
             let wt = values(g.weight_len(), seed as u64 * 7 + 2);
             let go = values(n * g.out_len(), seed as u64 * 7 + 3);
-            let (out, dx, _) = naive(&g, &x, &wt, &go);
+            let (out, dx, dw) = naive(&g, &x, &wt, &go);
             close(&forward(&g, &x, &wt, None), &out, "winograd out", &g);
             close(&input_grad(&g, &go, &wt), &dx, "winograd dx", &g);
+            close(&weight_grad(&g, &x, &go), &dw, "winograd dw", &g);
         }
     }
 

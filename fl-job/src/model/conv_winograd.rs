@@ -323,15 +323,12 @@ pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
             for (ci, out) in dwc.chunks_exact_mut(9).enumerate() {
                 let e = |xi: usize| du[xi * plane + co * g.cin + ci];
                 // Gᵀ = [1 ½ ½ 0; 0 ½ −½ 0; 0 ½ ½ 1], down the rows, then across.
-                let mut r = [[0.0f32; 4]; 3];
-                for c in 0..4 {
+                let cols: [[f32; 3]; 4] = std::array::from_fn(|c| {
                     let (a, b, d, f) = (e(c), e(4 + c), e(8 + c), e(12 + c));
-                    r[0][c] = a + 0.5 * (b + d);
-                    r[1][c] = 0.5 * (b - d);
-                    r[2][c] = 0.5 * (b + d) + f;
-                }
-                for (i, row) in r.iter().enumerate() {
-                    let (a, b, d, f) = (row[0], row[1], row[2], row[3]);
+                    [a + 0.5 * (b + d), 0.5 * (b - d), 0.5 * (b + d) + f]
+                });
+                for i in 0..3 {
+                    let (a, b, d, f) = (cols[0][i], cols[1][i], cols[2][i], cols[3][i]);
                     out[i * 3] = a + 0.5 * (b + d);
                     out[i * 3 + 1] = 0.5 * (b - d);
                     out[i * 3 + 2] = 0.5 * (b + d) + f;

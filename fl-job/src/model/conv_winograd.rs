@@ -348,12 +348,17 @@ fn group_weight_grad(g: &Geom, xs: &[f32], gouts: &[f32], buf: &mut Buffers) -> 
     let t = gs * per;
     let plane = g.h * g.w;
     transform_inputs(g, xs, buf);
-    let Buffers { v, m, hwc, .. } = buf;
+    let Buffers {
+        v, m, hwc, half, ..
+    } = buf;
     let v = &v[..XI * t * cin];
     // A · dY · Aᵀ per tile, across output channels, `[16][tiles][cout]`; pixels past an odd
     // edge had no output, so their gradient is zero.
     let dm = take(m, XI * t * cout);
     let hwc = take(hwc, plane * cout);
+    // Rows 0-7: the half-transformed tile; 8: zeros, the gradient past an odd edge.
+    let half = take(half, 9 * cout);
+    half[8 * cout..].fill(0.0);
     for (j, gj) in gouts.chunks_exact(g.out_len()).enumerate() {
         for (co, src) in gj.chunks_exact(plane).enumerate() {
             for (p, val) in src.iter().enumerate() {
@@ -363,7 +368,17 @@ fn group_weight_grad(g: &Geom, xs: &[f32], gouts: &[f32], buf: &mut Buffers) -> 
         for ty in 0..th {
             for tx in 0..tw {
                 let tile = j * per + ty * tw + tx;
-                grad_tile(hwc, g, 2 * ty, 2 * tx, dm, t * cout, tile * cout, cout);
+                grad_tile(
+                    hwc,
+                    g,
+                    2 * ty,
+                    2 * tx,
+                    dm,
+                    t * cout,
+                    tile * cout,
+                    cout,
+                    half,
+                );
             }
         }
     }
@@ -397,7 +412,8 @@ fn group_weight_grad(g: &Geom, xs: &[f32], gouts: &[f32], buf: &mut Buffers) -> 
 }
 
 /// `dM[ξ][tile] = (A · dY · Aᵀ)[ξ]` for the 2 × 2 output-gradient tile at `(y0, x0)` (zero
-/// past the map's edge), across `c` channels; `A = [1 0; 1 1; 1 −1; 0 −1]`.
+/// past the map's edge), across `c` channels; `A = [1 0; 1 1; 1 −1; 0 −1]`. `half` holds
+/// eight scratch vectors and then a zero one.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn grad_tile(
@@ -409,28 +425,37 @@ fn grad_tile(
     stride: usize,
     at: usize,
     c: usize,
+    half: &mut [f32],
 ) {
+    let (rows, zero) = half.split_at_mut(8 * c);
+    let zero = &zero[..c];
     let pixel = |y: usize, x: usize| {
-        (y < g.h && x < g.w).then(|| &hwc[(y * g.w + x) * c..(y * g.w + x + 1) * c])
+        if y < g.h && x < g.w {
+            &hwc[(y * g.w + x) * c..(y * g.w + x + 1) * c]
+        } else {
+            zero
+        }
     };
-    let rows = [
-        [pixel(y0, x0), pixel(y0, x0 + 1)],
-        [pixel(y0 + 1, x0), pixel(y0 + 1, x0 + 1)],
-    ];
-    for i in 0..c {
-        let v = |r: usize, col: usize| rows[r][col].map_or(0.0, |p| p[i]);
-        // A · dY: four rows of two.
-        let (a0, a1) = (v(0, 0), v(0, 1));
-        let (b0, b1) = (v(1, 0), v(1, 1));
-        let left = [a0, a0 + b0, a0 - b0, -b0];
-        let right = [a1, a1 + b1, a1 - b1, -b1];
-        // (A · dY) · Aᵀ across each row.
-        for r in 0..4 {
-            let (l, q) = (left[r], right[r]);
-            let vals = [l, l + q, l - q, -q];
-            for (col, val) in vals.into_iter().enumerate() {
-                dm[(r * 4 + col) * stride + at + i] = val;
-            }
+    // A · dY: rows `(a, a + b, a − b, −b)` of each column, `a`, `b` its two pixels.
+    for col in 0..2 {
+        let (a, b) = (pixel(y0, x0 + col), pixel(y0 + 1, x0 + col));
+        let r = |i: usize| (col * 4 + i) * c;
+        rows[r(0)..r(0) + c].copy_from_slice(a);
+        add(&mut rows[r(1)..r(1) + c], a, b);
+        sub(&mut rows[r(2)..r(2) + c], a, b);
+        for (d, v) in rows[r(3)..r(3) + c].iter_mut().zip(b) {
+            *d = -*v;
+        }
+    }
+    // (A · dY) · Aᵀ: the same combination across each row.
+    for r in 0..4 {
+        let (l, q) = (&rows[r * c..(r + 1) * c], &rows[(4 + r) * c..(5 + r) * c]);
+        let dst = |col: usize| (r * 4 + col) * stride + at;
+        dm[dst(0)..dst(0) + c].copy_from_slice(l);
+        add(&mut dm[dst(1)..dst(1) + c], l, q);
+        sub(&mut dm[dst(2)..dst(2) + c], l, q);
+        for (d, v) in dm[dst(3)..dst(3) + c].iter_mut().zip(q) {
+            *d = -*v;
         }
     }
 }

@@ -969,6 +969,23 @@ pub(super) mod tests {
         }
     }
 
+    /// `(n, cin, h, w, cout, k, stride, pad, depthwise)` as a [`Geom`].
+    type Shape = (usize, usize, usize, usize, usize, usize, usize, usize, bool);
+
+    fn geom((n, cin, h, w, cout, k, stride, pad, depthwise): Shape) -> Geom {
+        Geom {
+            n,
+            cin,
+            h,
+            w,
+            cout,
+            k,
+            stride,
+            pad,
+            depthwise,
+        }
+    }
+
     /// Every geometry the two models use, plus odd sizes, against the definition.
     #[test]
     fn kernels_match_the_definition() {
@@ -997,19 +1014,9 @@ pub(super) mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            for (seed, &(n, cin, h, w, cout, k, stride, pad, depthwise)) in geoms.iter().enumerate()
-            {
-                let g = Geom {
-                    n,
-                    cin,
-                    h,
-                    w,
-                    cout,
-                    k,
-                    stride,
-                    pad,
-                    depthwise,
-                };
+            for (seed, &shape) in geoms.iter().enumerate() {
+                let g = geom(shape);
+                let n = g.n;
                 let x = values(n * g.in_len(), seed as u64 * 3 + 1);
                 let wt = values(g.weight_len(), seed as u64 * 3 + 2);
                 let go = values(n * g.out_len(), seed as u64 * 3 + 3);
@@ -1041,18 +1048,9 @@ pub(super) mod tests {
             (7, 5, 5, 5, 6, 1, 1, 0, false),
             (20, 6, 8, 8, 6, 3, 2, 1, true),
         ];
-        for (seed, &(n, cin, h, w, cout, k, stride, pad, depthwise)) in geoms.iter().enumerate() {
-            let g = Geom {
-                n,
-                cin,
-                h,
-                w,
-                cout,
-                k,
-                stride,
-                pad,
-                depthwise,
-            };
+        for (seed, &shape) in geoms.iter().enumerate() {
+            let g = geom(shape);
+            let n = g.n;
             let x = values(n * g.in_len(), seed as u64 * 5 + 1);
             let wt = values(g.weight_len(), seed as u64 * 5 + 2);
             let go = values(n * g.out_len(), seed as u64 * 5 + 3);

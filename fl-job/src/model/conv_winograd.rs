@@ -157,6 +157,26 @@ pub(crate) fn input_grad(g: &Geom, grad_out: &[f32], weight: &[f32]) -> Vec<f32>
     run(&back, grad_out, &backward_filters(g.cin, &tmp), None)
 }
 
+/// A group's tiles: `th × tw` per sample (`per`), `t` in all.
+struct Tiling {
+    th: usize,
+    tw: usize,
+    per: usize,
+    t: usize,
+}
+
+/// The tiling of the group of samples `xs`.
+fn tiling(g: &Geom, xs: &[f32]) -> Tiling {
+    let (th, tw) = tiles(g);
+    let per = th * tw;
+    Tiling {
+        th,
+        tw,
+        per,
+        t: xs.len() / g.in_len() * per,
+    }
+}
+
 /// Tiles per sample: `⌈h/2⌉ × ⌈w/2⌉`.
 fn tiles(g: &Geom) -> (usize, usize) {
     (g.h.div_ceil(2), g.w.div_ceil(2))
@@ -203,10 +223,7 @@ fn group_forward(
     epilogue: Option<&Epilogue<'_>>,
 ) {
     let (cin, cout) = (g.cin, g.cout);
-    let gs = xs.len() / g.in_len();
-    let (th, tw) = tiles(g);
-    let per = th * tw;
-    let t = gs * per;
+    let Tiling { th, tw, per, t } = tiling(g, xs);
     let plane = g.h * g.w;
     transform_inputs(g, xs, buf);
     let Buffers {
@@ -256,10 +273,7 @@ fn group_forward(
 /// `buf.v` = the group's transformed input tiles, `[16][tiles][cin]`.
 fn transform_inputs(g: &Geom, xs: &[f32], buf: &mut Buffers) {
     let cin = g.cin;
-    let gs = xs.len() / g.in_len();
-    let (th, tw) = tiles(g);
-    let per = th * tw;
-    let t = gs * per;
+    let Tiling { th, tw, per, t } = tiling(g, xs);
     let (ph, pw) = (2 * th + 2, 2 * tw + 2);
     let plane = g.h * g.w;
     let padded = take(&mut buf.padded, ph * pw * cin);
@@ -342,10 +356,7 @@ pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
 #[inline(never)]
 fn group_weight_grad(g: &Geom, xs: &[f32], gouts: &[f32], buf: &mut Buffers) -> Vec<f32> {
     let (cin, cout) = (g.cin, g.cout);
-    let gs = xs.len() / g.in_len();
-    let (th, tw) = tiles(g);
-    let per = th * tw;
-    let t = gs * per;
+    let Tiling { th, tw, per, t } = tiling(g, xs);
     let plane = g.h * g.w;
     transform_inputs(g, xs, buf);
     let Buffers {

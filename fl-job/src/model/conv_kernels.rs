@@ -20,6 +20,7 @@
 use rayon::prelude::*;
 
 use super::conv_winograd;
+use super::depthwise_nhwc;
 use super::layers::Act;
 
 /// How many output columns one GEMM should have at least: samples are stacked side by side
@@ -743,6 +744,19 @@ fn axpy(acc: &mut [f32], w: f32, src: &[f32]) {
 
 /// Depthwise forward: each channel convolved with its own `k × k` filter, then `epilogue`.
 fn depthwise_forward(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    epilogue: Option<&Epilogue<'_>>,
+) -> Vec<f32> {
+    if depthwise_nhwc::applies(g) {
+        return depthwise_nhwc::forward(g, x, weight, epilogue);
+    }
+    depthwise_planar_forward(g, x, weight, epilogue)
+}
+
+/// [`depthwise_forward`] one `(sample, channel)` plane at a time.
+pub(super) fn depthwise_planar_forward(
     g: &Geom,
     x: &[f32],
     weight: &[f32],

@@ -4,6 +4,7 @@ mod bn_op;
 mod conv_kernels;
 mod conv_op;
 mod conv_winograd;
+mod depthwise_nhwc;
 mod layers;
 mod mobilenet;
 mod resnet;

@@ -856,6 +856,9 @@ fn depthwise_backward(
     want_dx: bool,
     want_dw: bool,
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
+    if depthwise_nhwc::applies(g) {
+        return depthwise_nhwc::backward(g, x, weight, grad_out, want_dx, want_dw);
+    }
     let (ho, wo, kk) = (g.ho(), g.wo(), g.k * g.k);
     let plane_in = g.h * g.w;
     let planes = g.n * g.cin;
@@ -1018,6 +1021,10 @@ pub(super) mod tests {
             (2, 3, 7, 7, 3, 3, 2, 1, true),
             (2, 3, 8, 6, 3, 3, 2, 1, true),
             (2, 2, 2, 2, 2, 3, 2, 1, true),
+            // Depthwise on maps over 7 × 7 (the planar kernel; smaller ones are
+            // channels-innermost, `depthwise_nhwc`).
+            (2, 3, 9, 9, 3, 3, 1, 1, true),
+            (2, 2, 16, 15, 2, 3, 2, 1, true),
             // 3 × 3 stride 1 that takes the Winograd path (`conv_winograd::applies`): even,
             // odd and non-square maps.
             (3, 32, 14, 14, 40, 3, 1, 1, false),
@@ -1056,11 +1063,14 @@ pub(super) mod tests {
     #[test]
     fn results_are_bit_identical_at_any_thread_count() {
         let geoms = [
-            // Stacked groups (4 × 4 maps: two groups of ten), one sample per group, depthwise.
+            // Stacked groups (4 × 4 maps: two groups of ten), one sample per group, Winograd,
+            // depthwise channels-innermost and planar.
             (20, 8, 4, 4, 8, 3, 1, 1, false),
             (20, 3, 16, 16, 4, 3, 1, 1, false),
             (7, 5, 5, 5, 6, 1, 1, 0, false),
+            (20, 32, 7, 7, 32, 3, 1, 1, false),
             (20, 6, 8, 8, 6, 3, 2, 1, true),
+            (20, 4, 16, 16, 4, 3, 2, 1, true),
         ];
         for (seed, &shape) in geoms.iter().enumerate() {
             let g = geom(shape);

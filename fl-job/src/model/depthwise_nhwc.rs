@@ -1,5 +1,5 @@
-//! Depthwise forward for small maps (MobileNet-V2's 7 × 7, 4 × 4 and 2 × 2 stages), with
-//! channels innermost.
+//! Depthwise convolution for small maps (MobileNet-V2's 7 × 7, 4 × 4 and 2 × 2 stages), with
+//! channels innermost: forward, input gradient and filter gradient.
 //!
 //! Why: the planar kernel in `conv_kernels.rs` works one `(sample, channel)` plane at a
 //! time: a padded copy, one multiply-add run per tap, a copy out. On a 4 × 4 or 2 × 2 map
@@ -8,7 +8,7 @@
 //! inference. Here each sample is turned channels-innermost once, every tap is one
 //! multiply-add across all channels (hundreds long), and the result is turned back.
 //!
-//! The arithmetic is the planar kernel's, in the same order (first tap multiplied, then the
+//! The forward's arithmetic is the planar kernel's, in the same order (first tap multiplied, then the
 //! others added in `(kh, kw)` order, over the same zero padding), so the results are
 //! bit-identical and training may use either.
 
@@ -70,15 +70,7 @@ fn sample_forward(
     let padded = take(&mut buf.padded, ph * pw * c);
     // Only the interior is rewritten, so the border stays zero.
     padded.fill(0.0);
-    let plane = g.h * g.w;
-    for (ch, src) in xs.chunks_exact(plane).enumerate() {
-        for (y, row) in src.chunks_exact(g.w).enumerate() {
-            let at = ((y + g.pad) * pw + g.pad) * c + ch;
-            for (x, v) in row.iter().enumerate() {
-                padded[at + x * c] = *v;
-            }
-        }
-    }
+    to_hwc(xs, c, g.w, g.pad, pw, padded);
     let acc = take(&mut buf.out, ho * wo * c);
     for oh in 0..ho {
         for ow in 0..wo {
@@ -112,10 +104,148 @@ fn sample_forward(
     }
 }
 
+/// Input and filter gradients for a geometry where [`applies`], each only if asked for:
+/// per sample, the output gradient turned channels-innermost, then every (pixel, tap) one
+/// multiply-add across channels into the padded input gradient and into that sample's
+/// share of the filter gradient. The shares are summed in sample order, so the result does
+/// not depend on the thread count.
+pub(crate) fn backward(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    grad_out: &[f32],
+    want_dx: bool,
+    want_dw: bool,
+) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
+    let (c, kk) = (g.cin, g.k * g.k);
+    let mut wt = vec![0.0f32; kk * c];
+    for ch in 0..c {
+        for tap in 0..kk {
+            wt[tap * c + ch] = weight[ch * kk + tap];
+        }
+    }
+    let mut dx = want_dx.then(|| vec![0.0f32; g.n * g.in_len()]);
+    let shares: Vec<Option<Vec<f32>>> = match dx.as_mut() {
+        Some(dx) => dx
+            .par_chunks_mut(g.in_len())
+            .zip(x.par_chunks(g.in_len()))
+            .zip(grad_out.par_chunks(g.out_len()))
+            .map_init(Buffers::default, |buf, ((d, xs), gs)| {
+                sample_backward(g, xs, &wt, gs, Some(d), want_dw, buf)
+            })
+            .collect(),
+        None => x
+            .par_chunks(g.in_len())
+            .zip(grad_out.par_chunks(g.out_len()))
+            .map_init(Buffers::default, |buf, (xs, gs)| {
+                sample_backward(g, xs, &wt, gs, None, want_dw, buf)
+            })
+            .collect(),
+    };
+    let dw = want_dw.then(|| {
+        let mut sum = vec![0.0f32; kk * c];
+        for share in shares.into_iter().flatten() {
+            for (t, v) in sum.iter_mut().zip(&share) {
+                *t += *v;
+            }
+        }
+        // `[tap][channel]` back to the filters' `[channel][tap]`.
+        let mut dw = vec![0.0f32; c * kk];
+        for ch in 0..c {
+            for tap in 0..kk {
+                dw[ch * kk + tap] = sum[tap * c + ch];
+            }
+        }
+        dw
+    });
+    (dx, dw)
+}
+
+/// `dst` = `src` (`[c][h][w]`) channels-innermost into a `pw`-wide buffer at `(pad, pad)`.
+fn to_hwc(src: &[f32], c: usize, w: usize, pad: usize, pw: usize, dst: &mut [f32]) {
+    let plane = src.len() / c;
+    for (ch, p) in src.chunks_exact(plane).enumerate() {
+        for (y, row) in p.chunks_exact(w).enumerate() {
+            let at = ((y + pad) * pw + pad) * c + ch;
+            for (x, v) in row.iter().enumerate() {
+                dst[at + x * c] = *v;
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sample_backward(
+    g: &Geom,
+    xs: &[f32],
+    wt: &[f32],
+    gs: &[f32],
+    dx: Option<&mut [f32]>,
+    want_dw: bool,
+    buf: &mut Buffers,
+) -> Option<Vec<f32>> {
+    let (c, k, s) = (g.cin, g.k, g.stride);
+    let (ho, wo) = (g.ho(), g.wo());
+    let (ph, pw) = (g.h + 2 * g.pad, g.w + 2 * g.pad);
+    let Buffers { padded, out } = buf;
+    // The output gradient, channels innermost.
+    let gh = take(out, ho * wo * c);
+    to_hwc(gs, c, wo, 0, wo, gh);
+    let mut share = want_dw.then(|| vec![0.0f32; k * k * c]);
+    // The padded input (for the filter gradient) or the padded input gradient (for dx):
+    // both `ph × pw × c`; the filter gradient is taken first so one buffer serves.
+    let pad = take(padded, ph * pw * c);
+    if let Some(share) = share.as_mut() {
+        pad.fill(0.0);
+        to_hwc(xs, c, g.w, g.pad, pw, pad);
+        for oh in 0..ho {
+            for ow in 0..wo {
+                let gp = &gh[(oh * wo + ow) * c..(oh * wo + ow + 1) * c];
+                for kh in 0..k {
+                    for kw in 0..k {
+                        let at = ((oh * s + kh) * pw + ow * s + kw) * c;
+                        let sh = &mut share[(kh * k + kw) * c..(kh * k + kw + 1) * c];
+                        for ((d, a), b) in sh.iter_mut().zip(gp).zip(&pad[at..at + c]) {
+                            *d += a * b;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(dx) = dx {
+        pad.fill(0.0);
+        for oh in 0..ho {
+            for ow in 0..wo {
+                let gp = &gh[(oh * wo + ow) * c..(oh * wo + ow + 1) * c];
+                for kh in 0..k {
+                    for kw in 0..k {
+                        let at = ((oh * s + kh) * pw + ow * s + kw) * c;
+                        let w = &wt[(kh * k + kw) * c..(kh * k + kw + 1) * c];
+                        for ((d, a), b) in pad[at..at + c].iter_mut().zip(gp).zip(w) {
+                            *d += a * b;
+                        }
+                    }
+                }
+            }
+        }
+        let plane = g.h * g.w;
+        for (ch, p) in dx.chunks_exact_mut(plane).enumerate() {
+            for (y, row) in p.chunks_exact_mut(g.w).enumerate() {
+                let at = ((y + g.pad) * pw + g.pad) * c + ch;
+                for (x, d) in row.iter_mut().enumerate() {
+                    *d = pad[at + x * c];
+                }
+            }
+        }
+    }
+    share
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::conv_kernels::tests::values;
+    use crate::model::conv_kernels::tests::{close, naive, values};
 
     /// Bit-identical to the planar kernel (which is tested against the definition), at
     /// stride 1 and 2 and odd sizes, with and without an epilogue.
@@ -149,6 +279,47 @@ mod tests {
             let ours = forward(&g, &x, &w, None);
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&ours), bits(&planar), "{g:?}");
+        }
+    }
+
+    /// Both gradients against the f64 definition (1e-5 relative to the largest value), and
+    /// each alone.
+    #[test]
+    fn gradients_match_the_definition() {
+        for (seed, &(n, c, size, stride)) in [
+            (3, 16, 7, 1),
+            (2, 24, 7, 2),
+            (4, 8, 4, 1),
+            (2, 9, 2, 1),
+            (3, 5, 4, 2),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let g = Geom {
+                n,
+                cin: c,
+                h: size,
+                w: size,
+                cout: c,
+                k: 3,
+                stride,
+                pad: 1,
+                depthwise: true,
+            };
+            let x = values(n * g.in_len(), seed as u64 * 5 + 1);
+            let w = values(g.weight_len(), seed as u64 * 5 + 2);
+            let go = values(n * g.out_len(), seed as u64 * 5 + 3);
+            let (_, dx, dw) = naive(&g, &x, &w, &go);
+            let (gx, gw) = backward(&g, &x, &w, &go, true, true);
+            close(&gx.unwrap(), &dx, "dx", &g);
+            close(&gw.unwrap(), &dw, "dw", &g);
+            let (none, gw) = backward(&g, &x, &w, &go, false, true);
+            assert!(none.is_none());
+            close(&gw.unwrap(), &dw, "dw alone", &g);
+            let (gx, none) = backward(&g, &x, &w, &go, true, false);
+            assert!(none.is_none());
+            close(&gx.unwrap(), &dx, "dx alone", &g);
         }
     }
 }

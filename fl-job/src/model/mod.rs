@@ -1,4 +1,11 @@
 //! The models a job can train, named by [`ModelKind`] (architecture + width).
+//!
+//! - `resnet.rs`, `mobilenet.rs`: the architectures; `layers.rs`: conv + BatchNorm (+ act).
+//! - On the `flex` CPU backend the layers run on fl-job's own kernels (switch:
+//!   [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops;
+//!   `conv_kernels.rs` (im2col + GEMM, planar depthwise), `conv_winograd.rs` (3 × 3
+//!   stride 1) and `depthwise_nhwc.rs` (depthwise on small maps) compute on plain slices.
+//!   Results do not depend on the thread count. Why and how fast: `fl-job/TRAINING.md`.
 
 mod bn_op;
 mod conv_kernels;

@@ -233,6 +233,22 @@ mod tests {
         (a - b).abs().max().into_scalar::<f32>() / scale
     }
 
+    /// A bias-free `k × k` convolution with "same" padding, as `ConvBn` builds them.
+    fn layer(
+        channels: [usize; 2],
+        k: usize,
+        stride: usize,
+        groups: usize,
+        device: &burn::tensor::Device,
+    ) -> Conv2d {
+        Conv2dConfig::new(channels, [k, k])
+            .with_stride([stride, stride])
+            .with_padding(PaddingConfig2d::Explicit(k / 2, k / 2, k / 2, k / 2))
+            .with_groups(groups)
+            .with_bias(false)
+            .init(device)
+    }
+
     /// Output, input gradient and weight gradient equal Burn's `Conv2d` on random inputs, for
     /// the layer shapes the models use; tolerance 1e-5 relative to the largest value.
     #[test]
@@ -248,12 +264,7 @@ mod tests {
             (2, 6, 9, 5, 1, 1, 1),
         ];
         for (n, cin, cout, size, k, stride, groups) in cases {
-            let conv = Conv2dConfig::new([cin, cout], [k, k])
-                .with_stride([stride, stride])
-                .with_padding(PaddingConfig2d::Explicit(k / 2, k / 2, k / 2, k / 2))
-                .with_groups(groups)
-                .with_bias(false)
-                .init(&device);
+            let conv = layer([cin, cout], k, stride, groups, &device);
             let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device)
                 .require_grad();
             let ours = conv2d(&conv, &x).expect("flex autodiff is handled");
@@ -310,12 +321,7 @@ mod tests {
             (3, 8, 8, 9, 3, 2, 8, Act::Relu6),
         ];
         for (n, cin, cout, size, k, stride, groups, act) in cases {
-            let conv = Conv2dConfig::new([cin, cout], [k, k])
-                .with_stride([stride, stride])
-                .with_padding(PaddingConfig2d::Explicit(k / 2, k / 2, k / 2, k / 2))
-                .with_groups(groups)
-                .with_bias(false)
-                .init(&device);
+            let conv = layer([cin, cout], k, stride, groups, &device);
             let mut bn = BatchNormConfig::new(cout).init(&device);
             let rand = |lo: f64, hi: f64| {
                 Tensor::<1>::random([cout], Distribution::Uniform(lo, hi), &device)

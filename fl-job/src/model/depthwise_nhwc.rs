@@ -38,15 +38,8 @@ pub(crate) fn forward(
     weight: &[f32],
     epilogue: Option<&Epilogue<'_>>,
 ) -> Vec<f32> {
-    let (c, k) = (g.cin, g.k);
-    let kk = k * k;
     // Taps outermost: `wt[tap][channel]`.
-    let mut wt = vec![0.0f32; kk * c];
-    for ch in 0..c {
-        for tap in 0..kk {
-            wt[tap * c + ch] = weight[ch * kk + tap];
-        }
-    }
+    let wt = transpose(weight, g.cin, g.k * g.k);
     let mut out = vec![0.0f32; g.n * g.out_len()];
     out.par_chunks_mut(g.out_len())
         .zip(x.par_chunks(g.in_len()))
@@ -64,7 +57,7 @@ fn sample_forward(
     buf: &mut Buffers,
     epilogue: Option<&Epilogue<'_>>,
 ) {
-    let (c, k, s) = (g.cin, g.k, g.stride);
+    let c = g.cin;
     let (ho, wo) = (g.ho(), g.wo());
     let (ph, pw) = (g.h + 2 * g.pad, g.w + 2 * g.pad);
     let padded = take(&mut buf.padded, ph * pw * c);
@@ -72,33 +65,22 @@ fn sample_forward(
     padded.fill(0.0);
     to_hwc(xs, c, g.w, g.pad, pw, padded);
     let acc = take(&mut buf.out, ho * wo * c);
-    for oh in 0..ho {
-        for ow in 0..wo {
-            let a = &mut acc[(oh * wo + ow) * c..(oh * wo + ow + 1) * c];
-            for kh in 0..k {
-                for kw in 0..k {
-                    let tap = kh * k + kw;
-                    let at = ((oh * s + kh) * pw + ow * s + kw) * c;
-                    let (src, w) = (&padded[at..at + c], &wt[tap * c..(tap + 1) * c]);
-                    if tap == 0 {
-                        for ((a, x), w) in a.iter_mut().zip(src).zip(w) {
-                            *a = w * x;
-                        }
-                    } else {
-                        for ((a, x), w) in a.iter_mut().zip(src).zip(w) {
-                            *a += w * x;
-                        }
-                    }
-                }
+    for (pixel, tap, at) in taps(g, pw) {
+        let a = &mut acc[pixel * c..(pixel + 1) * c];
+        let (src, w) = (&padded[at..at + c], &wt[tap * c..(tap + 1) * c]);
+        if tap == 0 {
+            for ((a, x), w) in a.iter_mut().zip(src).zip(w) {
+                *a = w * x;
+            }
+        } else {
+            for ((a, x), w) in a.iter_mut().zip(src).zip(w) {
+                *a += w * x;
             }
         }
     }
-    let pixels = ho * wo;
-    for (ch, dst) in out.chunks_exact_mut(pixels).enumerate() {
-        for (p, d) in dst.iter_mut().enumerate() {
-            *d = acc[p * c + ch];
-        }
-        if let Some(e) = epilogue {
+    from_hwc(acc, c, wo, 0, wo, out);
+    if let Some(e) = epilogue {
+        for (ch, dst) in out.chunks_exact_mut(ho * wo).enumerate() {
             e.apply(ch, dst);
         }
     }
@@ -118,12 +100,7 @@ pub(crate) fn backward(
     want_dw: bool,
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
     let (c, kk) = (g.cin, g.k * g.k);
-    let mut wt = vec![0.0f32; kk * c];
-    for ch in 0..c {
-        for tap in 0..kk {
-            wt[tap * c + ch] = weight[ch * kk + tap];
-        }
-    }
+    let wt = transpose(weight, c, kk);
     let mut dx = want_dx.then(|| vec![0.0f32; g.n * g.in_len()]);
     let shares: Vec<Option<Vec<f32>>> = match dx.as_mut() {
         Some(dx) => dx
@@ -150,15 +127,46 @@ pub(crate) fn backward(
             }
         }
         // `[tap][channel]` back to the filters' `[channel][tap]`.
-        let mut dw = vec![0.0f32; c * kk];
-        for ch in 0..c {
-            for tap in 0..kk {
-                dw[ch * kk + tap] = sum[tap * c + ch];
-            }
-        }
-        dw
+        transpose(&sum, kk, c)
     });
     (dx, dw)
+}
+
+/// `[rows][cols]` → `[cols][rows]`.
+fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0.0f32; rows * cols];
+    for r in 0..rows {
+        for col in 0..cols {
+            t[col * rows + r] = src[r * cols + col];
+        }
+    }
+    t
+}
+
+/// Every output pixel and tap, in the forward's order: `(pixel, tap, at)`, `at` where that
+/// tap's input pixel starts in a `pw`-wide padded buffer with channels innermost.
+fn taps(g: &Geom, pw: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+    let (k, s, wo, c) = (g.k, g.stride, g.wo(), g.cin);
+    (0..g.ho() * wo).flat_map(move |pixel| {
+        let (oh, ow) = (pixel / wo, pixel % wo);
+        (0..k * k).map(move |tap| {
+            let (kh, kw) = (tap / k, tap % k);
+            (pixel, tap, ((oh * s + kh) * pw + ow * s + kw) * c)
+        })
+    })
+}
+
+/// The inverse of [`to_hwc`]: `dst` (`[c][h][w]`) from the buffer's interior.
+fn from_hwc(src: &[f32], c: usize, w: usize, pad: usize, pw: usize, dst: &mut [f32]) {
+    let plane = dst.len() / c;
+    for (ch, p) in dst.chunks_exact_mut(plane).enumerate() {
+        for (y, row) in p.chunks_exact_mut(w).enumerate() {
+            let at = ((y + pad) * pw + pad) * c + ch;
+            for (x, d) in row.iter_mut().enumerate() {
+                *d = src[at + x * c];
+            }
+        }
+    }
 }
 
 /// `dst` = `src` (`[c][h][w]`) channels-innermost into a `pw`-wide buffer at `(pad, pad)`.
@@ -184,7 +192,7 @@ fn sample_backward(
     want_dw: bool,
     buf: &mut Buffers,
 ) -> Option<Vec<f32>> {
-    let (c, k, s) = (g.cin, g.k, g.stride);
+    let (c, k) = (g.cin, g.k);
     let (ho, wo) = (g.ho(), g.wo());
     let (ph, pw) = (g.h + 2 * g.pad, g.w + 2 * g.pad);
     let Buffers { padded, out } = buf;
@@ -198,46 +206,24 @@ fn sample_backward(
     if let Some(share) = share.as_mut() {
         pad.fill(0.0);
         to_hwc(xs, c, g.w, g.pad, pw, pad);
-        for oh in 0..ho {
-            for ow in 0..wo {
-                let gp = &gh[(oh * wo + ow) * c..(oh * wo + ow + 1) * c];
-                for kh in 0..k {
-                    for kw in 0..k {
-                        let at = ((oh * s + kh) * pw + ow * s + kw) * c;
-                        let sh = &mut share[(kh * k + kw) * c..(kh * k + kw + 1) * c];
-                        for ((d, a), b) in sh.iter_mut().zip(gp).zip(&pad[at..at + c]) {
-                            *d += a * b;
-                        }
-                    }
-                }
+        for (pixel, tap, at) in taps(g, pw) {
+            let gp = &gh[pixel * c..(pixel + 1) * c];
+            let sh = &mut share[tap * c..(tap + 1) * c];
+            for ((d, a), b) in sh.iter_mut().zip(gp).zip(&pad[at..at + c]) {
+                *d += a * b;
             }
         }
     }
     if let Some(dx) = dx {
         pad.fill(0.0);
-        for oh in 0..ho {
-            for ow in 0..wo {
-                let gp = &gh[(oh * wo + ow) * c..(oh * wo + ow + 1) * c];
-                for kh in 0..k {
-                    for kw in 0..k {
-                        let at = ((oh * s + kh) * pw + ow * s + kw) * c;
-                        let w = &wt[(kh * k + kw) * c..(kh * k + kw + 1) * c];
-                        for ((d, a), b) in pad[at..at + c].iter_mut().zip(gp).zip(w) {
-                            *d += a * b;
-                        }
-                    }
-                }
+        for (pixel, tap, at) in taps(g, pw) {
+            let gp = &gh[pixel * c..(pixel + 1) * c];
+            let w = &wt[tap * c..(tap + 1) * c];
+            for ((d, a), b) in pad[at..at + c].iter_mut().zip(gp).zip(w) {
+                *d += a * b;
             }
         }
-        let plane = g.h * g.w;
-        for (ch, p) in dx.chunks_exact_mut(plane).enumerate() {
-            for (y, row) in p.chunks_exact_mut(g.w).enumerate() {
-                let at = ((y + g.pad) * pw + g.pad) * c + ch;
-                for (x, d) in row.iter_mut().enumerate() {
-                    *d = pad[at + x * c];
-                }
-            }
-        }
+        from_hwc(pad, c, g.w, g.pad, pw, dx);
     }
     share
 }

@@ -233,31 +233,36 @@ mod tests {
     use super::*;
     use crate::model::conv_kernels::tests::{close, naive, values};
 
-    /// Bit-identical to the planar kernel (which is tested against the definition), at
-    /// stride 1 and 2 and odd sizes, with and without an epilogue.
-    #[test]
-    fn equals_the_planar_kernel_bit_for_bit() {
-        for (seed, &(n, c, size, stride)) in [
+    /// 3 × 3 depthwise layers on small maps: stride 1 and 2, odd sizes, down to 2 × 2.
+    fn geometries() -> Vec<Geom> {
+        [
             (3, 16, 7, 1),
             (2, 24, 7, 2),
             (4, 8, 4, 1),
             (2, 9, 2, 1),
             (3, 5, 4, 2),
         ]
-        .iter()
-        .enumerate()
-        {
-            let g = Geom {
-                n,
-                cin: c,
-                h: size,
-                w: size,
-                cout: c,
-                k: 3,
-                stride,
-                pad: 1,
-                depthwise: true,
-            };
+        .into_iter()
+        .map(|(n, c, size, stride)| Geom {
+            n,
+            cin: c,
+            h: size,
+            w: size,
+            cout: c,
+            k: 3,
+            stride,
+            pad: 1,
+            depthwise: true,
+        })
+        .collect()
+    }
+
+    /// Bit-identical to the planar kernel (which is tested against the definition); the
+    /// epilogue is covered by `conv_op`'s fused-evaluation test.
+    #[test]
+    fn equals_the_planar_kernel_bit_for_bit() {
+        for (seed, g) in geometries().into_iter().enumerate() {
+            let n = g.n;
             assert!(applies(&g));
             let x = values(n * g.in_len(), seed as u64 * 3 + 1);
             let w = values(g.weight_len(), seed as u64 * 3 + 2);
@@ -272,27 +277,8 @@ mod tests {
     /// each alone.
     #[test]
     fn gradients_match_the_definition() {
-        for (seed, &(n, c, size, stride)) in [
-            (3, 16, 7, 1),
-            (2, 24, 7, 2),
-            (4, 8, 4, 1),
-            (2, 9, 2, 1),
-            (3, 5, 4, 2),
-        ]
-        .iter()
-        .enumerate()
-        {
-            let g = Geom {
-                n,
-                cin: c,
-                h: size,
-                w: size,
-                cout: c,
-                k: 3,
-                stride,
-                pad: 1,
-                depthwise: true,
-            };
+        for (seed, g) in geometries().into_iter().enumerate() {
+            let n = g.n;
             let x = values(n * g.in_len(), seed as u64 * 5 + 1);
             let w = values(g.weight_len(), seed as u64 * 5 + 2);
             let go = values(n * g.out_len(), seed as u64 * 5 + 3);

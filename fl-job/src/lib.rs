@@ -21,6 +21,7 @@ pub mod model;
 pub mod plot;
 
 pub mod runner;
+mod sgd;
 pub mod task;
 mod tensors;
 mod train;

@@ -1,12 +1,10 @@
-//! Local training: cross-entropy and SGD with momentum over one partition.
+//! Local training: cross-entropy and SGD with momentum (`sgd.rs`) over one partition.
 
 use std::time::Instant;
 
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::decay::WeightDecayConfig;
-use burn::optim::momentum::MomentumConfig;
-use burn::optim::{GradientsParams, SgdConfig};
+use burn::optim::GradientsParams;
 use burn::tensor::Device;
 use datasets::SampleView;
 use serde::{Deserialize, Serialize};
@@ -14,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::TrainConfig;
 use crate::error::FlError;
 use crate::model::Model;
+use crate::sgd::FusedSgd;
 
 /// What one call of [`train_local`] did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,17 +46,7 @@ pub fn train_local_with(
     let start = Instant::now();
     let ad = device.clone().autodiff();
     let mut model = model.to_device(&ad).train();
-    let momentum = (cfg.momentum > 0.0).then(|| {
-        MomentumConfig::new()
-            .with_momentum(cfg.momentum)
-            .with_dampening(0.0)
-    });
-    let weight_decay =
-        (cfg.weight_decay > 0.0).then(|| WeightDecayConfig::new(cfg.weight_decay as f32));
-    let mut optim = SgdConfig::new()
-        .with_momentum(momentum)
-        .with_weight_decay(weight_decay)
-        .init();
+    let mut optim = FusedSgd::new(cfg.momentum, cfg.weight_decay).init();
     let loss_fn = CrossEntropyLossConfig::new().init(&ad);
     let max_steps = cfg.max_steps.unwrap_or(usize::MAX);
     let epochs = if cfg.max_steps.is_some() {

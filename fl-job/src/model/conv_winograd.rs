@@ -19,7 +19,9 @@
 
 use rayon::prelude::*;
 
-use super::conv_kernels::{Epilogue, Geom, Mat, group_size, matmul_strided, take};
+use std::cell::RefCell;
+
+use super::conv_kernels::{Epilogue, Geom, Mat, group_size, matmul_strided, take, with_local};
 
 /// Transformed tile elements per channel: 4 × 4.
 const XI: usize = 16;
@@ -191,13 +193,18 @@ fn run(g: &Geom, x: &[f32], u: &Filters<'_>, epilogue: Option<&Epilogue<'_>>) ->
     let mut out = vec![0.0f32; g.n * g.out_len()];
     out.par_chunks_mut(group * g.out_len())
         .zip(x.par_chunks(group * g.in_len()))
-        .for_each_init(Buffers::default, |buf, (out, xs)| {
-            group_forward(g, xs, u, out, buf, epilogue)
+        .for_each(|(out, xs)| {
+            with_local(&BUFFERS, |buf| group_forward(g, xs, u, out, buf, epilogue))
         });
     out
 }
 
-/// Per-thread scratch, grown on first use; everything read back is written first.
+thread_local! {
+    static BUFFERS: RefCell<Buffers> = RefCell::new(Buffers::default());
+}
+
+/// Per-thread scratch, grown on first use and kept from call to call; everything read back is
+/// written first.
 #[derive(Default)]
 struct Buffers {
     /// One sample's zero-bordered input, channels innermost: `(2·th + 2) × (2·tw + 2) × cin`.
@@ -317,9 +324,7 @@ pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
     let shares: Vec<Vec<f32>> = x
         .par_chunks(group * g.in_len())
         .zip(grad_out.par_chunks(group * g.out_len()))
-        .map_init(Buffers::default, |buf, (xs, gs)| {
-            group_weight_grad(g, xs, gs, buf)
-        })
+        .map(|(xs, gs)| with_local(&BUFFERS, |buf| group_weight_grad(g, xs, gs, buf)))
         .collect();
     let mut shares = shares.into_iter();
     let mut du = shares

@@ -12,9 +12,11 @@
 //! others added in `(kh, kw)` order, over the same zero padding), so the results are
 //! bit-identical and training may use either.
 
+use std::cell::RefCell;
+
 use rayon::prelude::*;
 
-use super::conv_kernels::{Epilogue, Geom, take};
+use super::conv_kernels::{Epilogue, Geom, take, with_local};
 
 /// Output maps up to this many pixels take this path.
 const MAX_PIXELS: usize = 49;
@@ -24,7 +26,12 @@ pub(crate) fn applies(g: &Geom) -> bool {
     g.depthwise && g.ho() * g.wo() <= MAX_PIXELS
 }
 
-/// Per-thread scratch: the padded input and the output of one sample, channels innermost.
+thread_local! {
+    static BUFFERS: RefCell<Buffers> = RefCell::new(Buffers::default());
+}
+
+/// Per-thread scratch, kept from call to call: the padded input and the output of one sample,
+/// channels innermost.
 #[derive(Default)]
 struct Buffers {
     padded: Vec<f32>,
@@ -43,8 +50,8 @@ pub(crate) fn forward(
     let mut out = vec![0.0f32; g.n * g.out_len()];
     out.par_chunks_mut(g.out_len())
         .zip(x.par_chunks(g.in_len()))
-        .for_each_init(Buffers::default, |buf, (o, xs)| {
-            sample_forward(g, xs, &wt, o, buf, epilogue)
+        .for_each(|(o, xs)| {
+            with_local(&BUFFERS, |buf| sample_forward(g, xs, &wt, o, buf, epilogue))
         });
     out
 }
@@ -107,15 +114,19 @@ pub(crate) fn backward(
             .par_chunks_mut(g.in_len())
             .zip(x.par_chunks(g.in_len()))
             .zip(grad_out.par_chunks(g.out_len()))
-            .map_init(Buffers::default, |buf, ((d, xs), gs)| {
-                sample_backward(g, xs, &wt, gs, Some(d), want_dw, buf)
+            .map(|((d, xs), gs)| {
+                with_local(&BUFFERS, |buf| {
+                    sample_backward(g, xs, &wt, gs, Some(d), want_dw, buf)
+                })
             })
             .collect(),
         None => x
             .par_chunks(g.in_len())
             .zip(grad_out.par_chunks(g.out_len()))
-            .map_init(Buffers::default, |buf, (xs, gs)| {
-                sample_backward(g, xs, &wt, gs, None, want_dw, buf)
+            .map(|(xs, gs)| {
+                with_local(&BUFFERS, |buf| {
+                    sample_backward(g, xs, &wt, gs, None, want_dw, buf)
+                })
             })
             .collect(),
     };

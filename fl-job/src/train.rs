@@ -1,6 +1,7 @@
 //! Local training: cross-entropy and SGD with momentum (`sgd.rs`) over one partition.
 
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
@@ -91,14 +92,58 @@ pub fn train_local_with(
     Ok((model.valid().to_device(device), stats))
 }
 
-/// Runs `f` on a thread of rayon's pool (in place if already on one) and returns its result.
+/// Runs `f` on a thread of rayon's pool (in place if already on one) and returns its result,
+/// with the pool's other threads kept awake (spinning for work) while it runs.
 ///
 /// Every CPU kernel (Burn's and ours) hands its work to that pool. Called from any other
 /// thread, each of the hundreds of parallel loops in a training step would wake a pool
 /// thread and put the caller to sleep; on a 2-core virtual machine those wake-ups took about
 /// a fifth of the CPU time. Run from a pool thread, the loops split work by stealing instead.
+///
+/// Even so, between two parallel loops (Burn's element-wise ops run on one thread) the other
+/// threads fell asleep within microseconds, and each loop then waited for a futex wake-up:
+/// at 2 threads the second core sat idle a fifth of a ResNet-18 ×16 step, and scheduler
+/// wake-ups were 9 % of the CPU time. OpenMP, under PyTorch, spins its threads for a while
+/// before sleeping; [`spin_for_work`] does the same with rayon's own `yield_now`.
 pub(crate) fn on_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    rayon::scope(|_| f())
+    let done = AtomicBool::new(false);
+    rayon::scope(|s| {
+        let home = rayon::current_thread_index();
+        for _ in 1..rayon::current_num_threads() {
+            let done = &done;
+            s.spawn(move |_| spin_for_work(home, done));
+        }
+        let out = f();
+        done.store(true, Ordering::Release);
+        out
+    })
+}
+
+/// How long a spinning thread looks for work and finds none before it gives up (and sleeps
+/// as rayon's threads do): long enough to bridge the serial stretches of a training step,
+/// short enough that a spinner which started inside another caller's parallel loop (its
+/// thread then holds that loop's work below the spinner) delays it by at most this.
+const SPIN_IDLE: Duration = Duration::from_millis(2);
+
+/// Runs the pool's pending work until `done`, or until no work came for [`SPIN_IDLE`]. Not on
+/// the caller's own thread (`home`): there it would hold up the very work it waits for.
+fn spin_for_work(home: Option<usize>, done: &AtomicBool) {
+    if rayon::current_thread_index() == home {
+        return;
+    }
+    let mut idle_since: Option<Instant> = None;
+    while !done.load(Ordering::Acquire) {
+        match rayon::yield_now() {
+            Some(rayon::Yield::Executed) => idle_since = None,
+            Some(rayon::Yield::Idle) => {
+                if idle_since.get_or_insert_with(Instant::now).elapsed() > SPIN_IDLE {
+                    return;
+                }
+                std::hint::spin_loop();
+            }
+            None => return,
+        }
+    }
 }
 
 /// [`train_local_with`] without a per-step callback.

@@ -102,7 +102,7 @@ pub fn train_local_with(
 ///
 /// Even so, between two parallel loops (Burn's element-wise ops run on one thread) the other
 /// threads fell asleep within microseconds, and each loop then waited for a futex wake-up:
-/// at 2 threads the second core sat idle a fifth of a ResNet-18 ×16 step, and scheduler
+/// at 2 threads the second core sat idle a third of a ResNet-18 ×16 step, and scheduler
 /// wake-ups were 9 % of the CPU time. OpenMP, under PyTorch, spins its threads for a while
 /// before sleeping; [`spin_for_work`] does the same with rayon's own `yield_now`.
 pub(crate) fn on_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {

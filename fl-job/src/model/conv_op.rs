@@ -160,7 +160,7 @@ pub(super) fn slice(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
 }
 
 /// A contiguous flex tensor of these values.
-pub(super) fn flex_tensor(values: Vec<f32>, shape: &[usize]) -> FlexTensor {
+pub(crate) fn flex_tensor(values: Vec<f32>, shape: &[usize]) -> FlexTensor {
     FlexTensor::from_data(TensorData::new(values, shape.to_vec()))
 }
 

@@ -27,6 +27,9 @@ use serde::{Deserialize, Serialize};
 pub use mobilenet::{InvertedResidual, MobileNetV2};
 pub use resnet::{BasicBlock, ResNet};
 
+/// Also used by the fused SGD step (`crate::sgd`).
+pub(crate) use conv_op::flex_tensor;
+
 use crate::error::FlError;
 
 static CPU_KERNELS: AtomicBool = AtomicBool::new(true);

@@ -1138,4 +1138,72 @@ pub(super) mod tests {
             }
         }
     }
+
+    /// Not a check: milliseconds per call of every convolution in ResNet-18 ×64 at batch 20
+    /// (forward, input gradient, weight gradient) on the current pool, and the step's total
+    /// by layer count. Run with
+    /// `cargo test --release -p fl-job layer_times -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn layer_times() {
+        // (count in the network, cin, size, cout, k, stride, pad)
+        let layers = [
+            (1, 1, 28, 64, 3, 1, 1),
+            (4, 64, 28, 64, 3, 1, 1),
+            (1, 64, 28, 128, 3, 2, 1),
+            (1, 64, 28, 128, 1, 2, 0),
+            (3, 128, 14, 128, 3, 1, 1),
+            (1, 128, 14, 256, 3, 2, 1),
+            (1, 128, 14, 256, 1, 2, 0),
+            (3, 256, 7, 256, 3, 1, 1),
+            (1, 256, 7, 512, 3, 2, 1),
+            (1, 256, 7, 512, 1, 2, 0),
+            (3, 512, 4, 512, 3, 1, 1),
+        ];
+        let time = |f: &mut dyn FnMut()| {
+            f();
+            let start = std::time::Instant::now();
+            let reps: usize = std::env::var("REPS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(5);
+            for _ in 0..reps {
+                f();
+            }
+            start.elapsed().as_secs_f64() * 1e3 / reps as f64
+        };
+        // `LAYER=i` times only the i-th row (for a profile of one layer).
+        let only: Option<usize> = std::env::var("LAYER").ok().and_then(|v| v.parse().ok());
+        let mut total = [0.0f64; 3];
+        for (i, &(count, cin, size, cout, k, stride, pad)) in layers.iter().enumerate() {
+            if only.is_some_and(|o| o != i) {
+                continue;
+            }
+            let g = geom((20, cin, size, size, cout, k, stride, pad, false));
+            let x = values(g.n * g.in_len(), 1);
+            let wt = values(g.weight_len(), 2);
+            let go = values(g.n * g.out_len(), 3);
+            let f = time(&mut || drop(forward(&g, &x, &wt)));
+            let dx = time(&mut || drop(backward(&g, &x, &wt, &go, true, false)));
+            let dw = time(&mut || drop(backward(&g, &x, &wt, &go, false, true)));
+            for (t, v) in total.iter_mut().zip([f, dx, dw]) {
+                *t += v * count as f64;
+            }
+            println!(
+                "{count} × {cin:>3}→{cout:<3} {size:>2}² k{k} s{stride} {:<9} fwd {f:6.2} dx {dx:6.2} dw {dw:6.2} ms",
+                if conv_winograd::applies(&g) {
+                    "winograd"
+                } else {
+                    "im2col"
+                }
+            );
+        }
+        println!(
+            "step: fwd {:.1} dx {:.1} dw {:.1} ms, all {:.1}",
+            total[0],
+            total[1],
+            total[2],
+            total.iter().sum::<f64>()
+        );
+    }
 }

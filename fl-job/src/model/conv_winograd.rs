@@ -22,6 +22,8 @@ use rayon::prelude::*;
 use std::cell::RefCell;
 
 use super::conv_kernels::{Epilogue, Geom, Mat, group_size, matmul_strided, take, with_local};
+use super::layout::{from_hwc, to_hwc};
+use super::simd::wide;
 
 /// Transformed tile elements per channel: 4 × 4.
 const XI: usize = 16;
@@ -268,11 +270,9 @@ fn group_forward(
                 output_tile(m, t * cout, tile * cout, cout, half, g, 2 * ty, 2 * tx, hwc);
             }
         }
-        for (co, dst) in o.chunks_exact_mut(plane).enumerate() {
-            for (p, d) in dst.iter_mut().enumerate() {
-                *d = hwc[p * cout + co];
-            }
-            if let Some(e) = epilogue {
+        from_hwc(hwc, cout, g.w, 0, g.w, o);
+        if let Some(e) = epilogue {
+            for (co, dst) in o.chunks_exact_mut(plane).enumerate() {
                 e.apply(co, dst);
             }
         }
@@ -284,7 +284,6 @@ fn transform_inputs(g: &Geom, xs: &[f32], buf: &mut Buffers) {
     let cin = g.cin;
     let Tiling { th, tw, per, t } = tiling(g, xs);
     let (ph, pw) = (2 * th + 2, 2 * tw + 2);
-    let plane = g.h * g.w;
     let padded = take(&mut buf.padded, ph * pw * cin);
     // The border (and the bottom/right overhang of odd sizes) stays zero; only the interior
     // is rewritten per sample.
@@ -292,14 +291,7 @@ fn transform_inputs(g: &Geom, xs: &[f32], buf: &mut Buffers) {
     let v = take(&mut buf.v, XI * t * cin);
     let half = take(&mut buf.half, XI * cin.max(g.cout));
     for (j, sample) in xs.chunks_exact(g.in_len()).enumerate() {
-        for (c, src) in sample.chunks_exact(plane).enumerate() {
-            for (y, row) in src.chunks_exact(g.w).enumerate() {
-                let at = ((y + 1) * pw + 1) * cin + c;
-                for (x, val) in row.iter().enumerate() {
-                    padded[at + x * cin] = *val;
-                }
-            }
-        }
+        to_hwc(sample, cin, g.w, 1, pw, padded);
         for ty in 0..th {
             for tx in 0..tw {
                 let tile = j * per + ty * tw + tx;
@@ -378,11 +370,7 @@ fn group_weight_grad(g: &Geom, xs: &[f32], gouts: &[f32], buf: &mut Buffers) -> 
     let half = take(half, 9 * cout);
     half[8 * cout..].fill(0.0);
     for (j, gj) in gouts.chunks_exact(g.out_len()).enumerate() {
-        for (co, src) in gj.chunks_exact(plane).enumerate() {
-            for (p, val) in src.iter().enumerate() {
-                hwc[p * cout + co] = *val;
-            }
-        }
+        to_hwc(gj, cout, g.w, 0, g.w, hwc);
         for ty in 0..th {
             for tx in 0..tw {
                 let tile = j * per + ty * tw + tx;
@@ -429,56 +417,59 @@ fn group_weight_grad(g: &Geom, xs: &[f32], gouts: &[f32], buf: &mut Buffers) -> 
     du
 }
 
-/// `dM[ξ][tile] = (A · dY · Aᵀ)[ξ]` for the 2 × 2 output-gradient tile at `(y0, x0)` (zero
-/// past the map's edge), across `c` channels; `A = [1 0; 1 1; 1 −1; 0 −1]`. `half` holds
-/// eight scratch vectors and then a zero one.
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn grad_tile(
-    hwc: &[f32],
-    g: &Geom,
-    y0: usize,
-    x0: usize,
-    dm: &mut [f32],
-    stride: usize,
-    at: usize,
-    c: usize,
-    half: &mut [f32],
-) {
-    let (rows, zero) = half.split_at_mut(8 * c);
-    let zero = &zero[..c];
-    let pixel = |y: usize, x: usize| {
-        if y < g.h && x < g.w {
-            &hwc[(y * g.w + x) * c..(y * g.w + x + 1) * c]
-        } else {
-            zero
+wide! {
+    /// `dM[ξ][tile] = (A · dY · Aᵀ)[ξ]` for the 2 × 2 output-gradient tile at `(y0, x0)` (zero
+    /// past the map's edge), across `c` channels; `A = [1 0; 1 1; 1 −1; 0 −1]`. `half` holds
+    /// eight scratch vectors and then a zero one.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn grad_tile(
+        hwc: &[f32],
+        g: &Geom,
+        y0: usize,
+        x0: usize,
+        dm: &mut [f32],
+        stride: usize,
+        at: usize,
+        c: usize,
+        half: &mut [f32],
+    ) {
+        let (rows, zero) = half.split_at_mut(8 * c);
+        let zero = &zero[..c];
+        let pixel = |y: usize, x: usize| {
+            if y < g.h && x < g.w {
+                &hwc[(y * g.w + x) * c..(y * g.w + x + 1) * c]
+            } else {
+                zero
+            }
+        };
+        // A · dY: rows `(a, a + b, a − b, −b)` of each column, `a`, `b` its two pixels.
+        for col in 0..2 {
+            let (a, b) = (pixel(y0, x0 + col), pixel(y0 + 1, x0 + col));
+            let r = |i: usize| (col * 4 + i) * c;
+            rows[r(0)..r(0) + c].copy_from_slice(a);
+            add(&mut rows[r(1)..r(1) + c], a, b);
+            sub(&mut rows[r(2)..r(2) + c], a, b);
+            for (d, v) in rows[r(3)..r(3) + c].iter_mut().zip(b) {
+                *d = -*v;
+            }
         }
-    };
-    // A · dY: rows `(a, a + b, a − b, −b)` of each column, `a`, `b` its two pixels.
-    for col in 0..2 {
-        let (a, b) = (pixel(y0, x0 + col), pixel(y0 + 1, x0 + col));
-        let r = |i: usize| (col * 4 + i) * c;
-        rows[r(0)..r(0) + c].copy_from_slice(a);
-        add(&mut rows[r(1)..r(1) + c], a, b);
-        sub(&mut rows[r(2)..r(2) + c], a, b);
-        for (d, v) in rows[r(3)..r(3) + c].iter_mut().zip(b) {
-            *d = -*v;
-        }
-    }
-    // (A · dY) · Aᵀ: the same combination across each row.
-    for r in 0..4 {
-        let (l, q) = (&rows[r * c..(r + 1) * c], &rows[(4 + r) * c..(5 + r) * c]);
-        let dst = |col: usize| (r * 4 + col) * stride + at;
-        dm[dst(0)..dst(0) + c].copy_from_slice(l);
-        add(&mut dm[dst(1)..dst(1) + c], l, q);
-        sub(&mut dm[dst(2)..dst(2) + c], l, q);
-        for (d, v) in dm[dst(3)..dst(3) + c].iter_mut().zip(q) {
-            *d = -*v;
+        // (A · dY) · Aᵀ: the same combination across each row.
+        for r in 0..4 {
+            let (l, q) = (&rows[r * c..(r + 1) * c], &rows[(4 + r) * c..(5 + r) * c]);
+            let dst = |col: usize| (r * 4 + col) * stride + at;
+            dm[dst(0)..dst(0) + c].copy_from_slice(l);
+            add(&mut dm[dst(1)..dst(1) + c], l, q);
+            sub(&mut dm[dst(2)..dst(2) + c], l, q);
+            for (d, v) in dm[dst(3)..dst(3) + c].iter_mut().zip(q) {
+                *d = -*v;
+            }
         }
     }
 }
 
 /// `dst = a − b` over whole channel vectors.
+#[inline(always)]
 fn sub(dst: &mut [f32], a: &[f32], b: &[f32]) {
     for ((d, x), y) in dst.iter_mut().zip(a).zip(b) {
         *d = x - y;
@@ -486,99 +477,104 @@ fn sub(dst: &mut [f32], a: &[f32], b: &[f32]) {
 }
 
 /// `dst = a + b` over whole channel vectors.
+#[inline(always)]
 fn add(dst: &mut [f32], a: &[f32], b: &[f32]) {
     for ((d, x), y) in dst.iter_mut().zip(a).zip(b) {
         *d = x + y;
     }
 }
 
-/// `V[ξ][tile] = (Bᵀ · d · B)[ξ]` for the 4 × 4 tile `d` of the padded input at row `y0`,
-/// column `x0`, across all channels; `Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1]`. The 16
-/// planes of `V` are `stride` apart; this tile's channels start at `at` in each.
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn input_tile(
-    p: &[f32],
-    pw: usize,
-    c: usize,
-    y0: usize,
-    x0: usize,
-    half: &mut [f32],
-    v: &mut [f32],
-    stride: usize,
-    at: usize,
-) {
-    let d = |r: usize, col: usize| {
-        let i = ((y0 + r) * pw + x0 + col) * c;
-        &p[i..i + c]
-    };
-    // Bᵀ · d: four rows per column, `half[(row·4 + col)·c ..]`.
-    for col in 0..4 {
-        let (d0, d1, d2, d3) = (d(0, col), d(1, col), d(2, col), d(3, col));
-        let h = |row: usize| (row * 4 + col) * c;
-        sub(&mut half[h(0)..h(0) + c], d0, d2);
-        add(&mut half[h(1)..h(1) + c], d1, d2);
-        sub(&mut half[h(2)..h(2) + c], d2, d1);
-        sub(&mut half[h(3)..h(3) + c], d1, d3);
-    }
-    // (Bᵀ · d) · B along each row.
-    for row in 0..4 {
-        let q = |col: usize| &half[(row * 4 + col) * c..(row * 4 + col + 1) * c];
-        let (q0, q1, q2, q3) = (q(0), q(1), q(2), q(3));
-        let dst = |col: usize| (row * 4 + col) * stride + at;
-        let (v0, rest) = v.split_at_mut(dst(1));
-        sub(&mut v0[dst(0)..dst(0) + c], q0, q2);
-        let (v1, rest) = rest.split_at_mut(dst(2) - dst(1));
-        add(&mut v1[..c], q1, q2);
-        let (v2, v3) = rest.split_at_mut(dst(3) - dst(2));
-        sub(&mut v2[..c], q2, q1);
-        sub(&mut v3[..c], q1, q3);
+wide! {
+    /// `V[ξ][tile] = (Bᵀ · d · B)[ξ]` for the 4 × 4 tile `d` of the padded input at row `y0`,
+    /// column `x0`, across all channels; `Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1]`. The 16
+    /// planes of `V` are `stride` apart; this tile's channels start at `at` in each.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn input_tile(
+        p: &[f32],
+        pw: usize,
+        c: usize,
+        y0: usize,
+        x0: usize,
+        half: &mut [f32],
+        v: &mut [f32],
+        stride: usize,
+        at: usize,
+    ) {
+        let d = |r: usize, col: usize| {
+            let i = ((y0 + r) * pw + x0 + col) * c;
+            &p[i..i + c]
+        };
+        // Bᵀ · d: four rows per column, `half[(row·4 + col)·c ..]`.
+        for col in 0..4 {
+            let (d0, d1, d2, d3) = (d(0, col), d(1, col), d(2, col), d(3, col));
+            let h = |row: usize| (row * 4 + col) * c;
+            sub(&mut half[h(0)..h(0) + c], d0, d2);
+            add(&mut half[h(1)..h(1) + c], d1, d2);
+            sub(&mut half[h(2)..h(2) + c], d2, d1);
+            sub(&mut half[h(3)..h(3) + c], d1, d3);
+        }
+        // (Bᵀ · d) · B along each row.
+        for row in 0..4 {
+            let q = |col: usize| &half[(row * 4 + col) * c..(row * 4 + col + 1) * c];
+            let (q0, q1, q2, q3) = (q(0), q(1), q(2), q(3));
+            let dst = |col: usize| (row * 4 + col) * stride + at;
+            let (v0, rest) = v.split_at_mut(dst(1));
+            sub(&mut v0[dst(0)..dst(0) + c], q0, q2);
+            let (v1, rest) = rest.split_at_mut(dst(2) - dst(1));
+            add(&mut v1[..c], q1, q2);
+            let (v2, v3) = rest.split_at_mut(dst(3) - dst(2));
+            sub(&mut v2[..c], q2, q1);
+            sub(&mut v3[..c], q1, q3);
+        }
     }
 }
 
-/// Output pixels `(y0 … y0 + 1, x0 … x0 + 1)` (those inside the map) from one tile's
-/// products, across all output channels: `Aᵀ · M · A`, `Aᵀ = [1 1 1 0; 0 1 −1 −1]`,
-/// written channels-innermost into `hwc`.
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn output_tile(
-    m: &[f32],
-    stride: usize,
-    at: usize,
-    c: usize,
-    half: &mut [f32],
-    g: &Geom,
-    y0: usize,
-    x0: usize,
-    hwc: &mut [f32],
-) {
-    let e = |xi: usize| &m[xi * stride + at..xi * stride + at + c];
-    // Aᵀ · M: two rows of four, `half[(row·4 + col)·c ..]`.
-    for col in 0..4 {
-        let (m0, m1, m2, m3) = (e(col), e(4 + col), e(8 + col), e(12 + col));
-        let (top, bottom) = half.split_at_mut(4 * c);
-        let top = &mut top[col * c..(col + 1) * c];
-        let bottom = &mut bottom[col * c..(col + 1) * c];
-        for i in 0..c {
-            top[i] = m0[i] + m1[i] + m2[i];
-            bottom[i] = m1[i] - m2[i] - m3[i];
+wide! {
+    /// Output pixels `(y0 … y0 + 1, x0 … x0 + 1)` (those inside the map) from one tile's
+    /// products, across all output channels: `Aᵀ · M · A`, `Aᵀ = [1 1 1 0; 0 1 −1 −1]`,
+    /// written channels-innermost into `hwc`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn output_tile(
+        m: &[f32],
+        stride: usize,
+        at: usize,
+        c: usize,
+        half: &mut [f32],
+        g: &Geom,
+        y0: usize,
+        x0: usize,
+        hwc: &mut [f32],
+    ) {
+        let e = |xi: usize| &m[xi * stride + at..xi * stride + at + c];
+        // Aᵀ · M: two rows of four, `half[(row·4 + col)·c ..]`.
+        for col in 0..4 {
+            let (m0, m1, m2, m3) = (e(col), e(4 + col), e(8 + col), e(12 + col));
+            let (top, bottom) = half.split_at_mut(4 * c);
+            let top = &mut top[col * c..(col + 1) * c];
+            let bottom = &mut bottom[col * c..(col + 1) * c];
+            for i in 0..c {
+                top[i] = m0[i] + m1[i] + m2[i];
+                bottom[i] = m1[i] - m2[i] - m3[i];
+            }
         }
-    }
-    for row in 0..2 {
-        let y = y0 + row;
-        if y >= g.h {
-            continue;
-        }
-        let q = |col: usize| &half[(row * 4 + col) * c..(row * 4 + col + 1) * c];
-        let (q0, q1, q2, q3) = (q(0), q(1), q(2), q(3));
-        let left = (y * g.w + x0) * c;
-        for (i, d) in hwc[left..left + c].iter_mut().enumerate() {
-            *d = q0[i] + q1[i] + q2[i];
-        }
-        if x0 + 1 < g.w {
-            let right = left + c;
-            for (i, d) in hwc[right..right + c].iter_mut().enumerate() {
-                *d = q1[i] - q2[i] - q3[i];
+        for row in 0..2 {
+            let y = y0 + row;
+            if y >= g.h {
+                continue;
+            }
+            let q = |col: usize| &half[(row * 4 + col) * c..(row * 4 + col + 1) * c];
+            let (q0, q1, q2, q3) = (q(0), q(1), q(2), q(3));
+            let left = (y * g.w + x0) * c;
+            for (i, d) in hwc[left..left + c].iter_mut().enumerate() {
+                *d = q0[i] + q1[i] + q2[i];
+            }
+            if x0 + 1 < g.w {
+                let right = left + c;
+                for (i, d) in hwc[right..right + c].iter_mut().enumerate() {
+                    *d = q1[i] - q2[i] - q3[i];
+                }
             }
         }
     }

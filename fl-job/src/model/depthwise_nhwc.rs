@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use super::conv_kernels::{Epilogue, Geom, take, with_local};
+use super::layout::{from_hwc, to_hwc};
 
 /// Output maps up to this many pixels take this path.
 const MAX_PIXELS: usize = 49;
@@ -165,32 +166,6 @@ fn taps(g: &Geom, pw: usize) -> impl Iterator<Item = (usize, usize, usize)> {
             (pixel, tap, ((oh * s + kh) * pw + ow * s + kw) * c)
         })
     })
-}
-
-/// The inverse of [`to_hwc`]: `dst` (`[c][h][w]`) from the buffer's interior.
-fn from_hwc(src: &[f32], c: usize, w: usize, pad: usize, pw: usize, dst: &mut [f32]) {
-    let plane = dst.len() / c;
-    for (ch, p) in dst.chunks_exact_mut(plane).enumerate() {
-        for (y, row) in p.chunks_exact_mut(w).enumerate() {
-            let at = ((y + pad) * pw + pad) * c + ch;
-            for (x, d) in row.iter_mut().enumerate() {
-                *d = src[at + x * c];
-            }
-        }
-    }
-}
-
-/// `dst` = `src` (`[c][h][w]`) channels-innermost into a `pw`-wide buffer at `(pad, pad)`.
-fn to_hwc(src: &[f32], c: usize, w: usize, pad: usize, pw: usize, dst: &mut [f32]) {
-    let plane = src.len() / c;
-    for (ch, p) in src.chunks_exact(plane).enumerate() {
-        for (y, row) in p.chunks_exact(w).enumerate() {
-            let at = ((y + pad) * pw + pad) * c + ch;
-            for (x, v) in row.iter().enumerate() {
-                dst[at + x * c] = *v;
-            }
-        }
-    }
 }
 
 #[allow(clippy::too_many_arguments)]

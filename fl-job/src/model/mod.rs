@@ -5,6 +5,8 @@
 //!   [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops;
 //!   `conv_kernels.rs` (im2col + GEMM, planar depthwise), `conv_winograd.rs` (3 × 3
 //!   stride 1) and `depthwise_nhwc.rs` (depthwise on small maps) compute on plain slices.
+//!   `layout.rs` converts between channel planes and channels-innermost buffers;
+//!   `simd.rs` compiles those loops for the CPU's widest vectors (`wide!`).
 //!   Results do not depend on the thread count. Why and how fast: `fl-job/TRAINING.md`.
 
 mod bn_op;
@@ -13,8 +15,10 @@ mod conv_op;
 mod conv_winograd;
 mod depthwise_nhwc;
 mod layers;
+mod layout;
 mod mobilenet;
 mod resnet;
+mod simd;
 
 use std::fmt;
 use std::str::FromStr;

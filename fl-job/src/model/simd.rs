@@ -1,0 +1,96 @@
+//! [`wide!`]: compile a kernel for this CPU's widest vector instructions, chosen at run time.
+//!
+//! Why: the crate is built for baseline x86-64 (SSE2, 4 lanes) so that one binary runs on
+//! any machine, and the `gemm` crate dispatches its micro-kernels at run time, but our own
+//! loops (tile transforms, layout conversions, im2col, BatchNorm, SGD) stayed at 4 lanes on
+//! a machine with 16. `wide!` wraps a function so that its body is compiled three times:
+//! for AVX-512, for AVX2 + FMA, and for the baseline; the first call asks the CPU which it
+//! can run (`is_x86_feature_detected!`, cached by std). Results are bit-identical across the
+//! three: Rust never contracts `a * b + c` into a fused multiply-add nor reorders float
+//! sums, so wider vectors only do the same operations more at a time.
+//!
+//! Helpers the body calls are compiled wide only if they are inlined into it: mark them
+//! `#[inline(always)]`.
+
+/// `wide! { fn name(arg: Type, …) -> Ret { body } }`: the function, with its body compiled
+/// for AVX-512, AVX2 + FMA and the baseline, picked per call by what the CPU has. Plain
+/// (non-generic) functions only; attributes and visibility are kept.
+macro_rules! wide {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+        $(#[$meta])*
+        // The crate denies unsafe code; this is the one kind it allows here, calling a
+        // function compiled for features the CPU was just checked for.
+        #[allow(unsafe_code)]
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $(-> $ret)? $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+                fn v4($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
+                #[target_feature(enable = "avx2,fma")]
+                fn v3($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
+                if $crate::model::simd::has_avx512() {
+                    // SAFETY: the CPU has every feature `v4` is compiled for.
+                    return unsafe { v4($($arg),*) };
+                }
+                if $crate::model::simd::has_avx2() {
+                    // SAFETY: the CPU has every feature `v3` is compiled for.
+                    return unsafe { v3($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+
+pub(crate) use wide;
+
+/// Whether this CPU runs the AVX-512 version ([`wide!`]'s first choice).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && has_avx2()
+}
+
+/// Whether this CPU runs the AVX2 + FMA version.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+#[cfg(test)]
+mod tests {
+    wide! {
+        /// A loop the vectoriser widens, and a sum it must not reorder.
+        fn scaled_sum(xs: &[f32], a: f32, out: &mut [f32]) -> f32 {
+            let mut s = 0.0f32;
+            for (o, x) in out.iter_mut().zip(xs) {
+                *o = *x * a + 1.0;
+                s += *o;
+            }
+            s
+        }
+    }
+
+    /// The dispatched version gives exactly what the same loop gives unwrapped.
+    #[test]
+    fn same_bits_as_the_plain_loop() {
+        let xs: Vec<f32> = (0..1001).map(|i| (i as f32 * 0.37).sin()).collect();
+        let mut a = vec![0.0; xs.len()];
+        let mut b = vec![0.0; xs.len()];
+        let sa = scaled_sum(&xs, 1.3, &mut a);
+        let mut sb = 0.0f32;
+        for (o, x) in b.iter_mut().zip(&xs) {
+            *o = std::hint::black_box(*x * 1.3) + 1.0;
+            sb += *o;
+        }
+        assert_eq!(a, b);
+        assert_eq!(sa.to_bits(), sb.to_bits());
+    }
+}

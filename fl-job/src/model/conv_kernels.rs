@@ -1057,6 +1057,9 @@ pub(super) mod tests {
             // odd and non-square maps.
             (3, 32, 14, 14, 40, 3, 1, 1, false),
             (21, 33, 7, 5, 32, 3, 1, 1, false),
+            // F(4 × 4, 3 × 3): 28 × 28 and a size that is not a multiple of 4.
+            (2, 32, 28, 28, 33, 3, 1, 1, false),
+            (2, 34, 30, 29, 32, 3, 1, 1, false),
         ];
         for threads in [1, 3] {
             let pool = rayon::ThreadPoolBuilder::new()
@@ -1091,12 +1094,13 @@ pub(super) mod tests {
     #[test]
     fn results_are_bit_identical_at_any_thread_count() {
         let geoms = [
-            // Stacked groups (4 × 4 maps: two groups of ten), one sample per group, Winograd,
-            // depthwise channels-innermost and planar.
+            // Stacked groups (4 × 4 maps: two groups of ten), one sample per group, Winograd
+            // F(2 × 2) and F(4 × 4), depthwise channels-innermost and planar.
             (20, 8, 4, 4, 8, 3, 1, 1, false),
             (20, 3, 16, 16, 4, 3, 1, 1, false),
             (7, 5, 5, 5, 6, 1, 1, 0, false),
             (20, 32, 7, 7, 32, 3, 1, 1, false),
+            (20, 32, 28, 28, 32, 3, 1, 1, false),
             (20, 6, 8, 8, 6, 3, 2, 1, true),
             (20, 4, 16, 16, 4, 3, 2, 1, true),
         ];
@@ -1141,7 +1145,8 @@ pub(super) mod tests {
 
     /// Not a check: milliseconds per call of every convolution in ResNet-18 ×64 at batch 20
     /// (forward, input gradient, weight gradient) on the current pool, and the step's total
-    /// by layer count. Run with
+    /// by layer count. `LAYER=i` times one row, `WIDTH=16` another width, `REPS` sets the
+    /// repetitions. Run with
     /// `cargo test --release -p fl-job layer_times -- --ignored --nocapture`.
     #[test]
     #[ignore]
@@ -1175,10 +1180,16 @@ pub(super) mod tests {
         // `LAYER=i` times only the i-th row (for a profile of one layer).
         let only: Option<usize> = std::env::var("LAYER").ok().and_then(|v| v.parse().ok());
         let mut total = [0.0f64; 3];
+        // `WIDTH=w` scales the channels to ResNet-18 ×w (the stem keeps its one input).
+        let width: usize = std::env::var("WIDTH")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64);
         for (i, &(count, cin, size, cout, k, stride, pad)) in layers.iter().enumerate() {
             if only.is_some_and(|o| o != i) {
                 continue;
             }
+            let (cin, cout) = ((cin * width / 64).max(1), cout * width / 64);
             let g = geom((20, cin, size, size, cout, k, stride, pad, false));
             let x = values(g.n * g.in_len(), 1);
             let wt = values(g.weight_len(), 2);

@@ -262,6 +262,9 @@ mod tests {
             (3, 8, 8, 9, 3, 2, 8),
             (5, 12, 4, 3, 3, 1, 1),
             (2, 6, 9, 5, 1, 1, 1),
+            // Winograd F(2 × 2, 3 × 3) and F(4 × 4, 3 × 3) (`conv_winograd::choose`).
+            (2, 32, 40, 14, 3, 1, 1),
+            (2, 32, 32, 28, 3, 1, 1),
         ];
         for (n, cin, cout, size, k, stride, groups) in cases {
             let conv = layer([cin, cout], k, stride, groups, &device);

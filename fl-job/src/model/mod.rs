@@ -19,6 +19,8 @@ mod layout;
 mod mobilenet;
 mod resnet;
 mod simd;
+mod winograd_f2;
+mod winograd_f4;
 
 use std::fmt;
 use std::str::FromStr;

@@ -64,6 +64,43 @@ pub(crate) fn has_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
+/// Lanes per chunk in [`lin`]: one AVX-512 register of `f32`.
+const LANES: usize = 16;
+
+/// `dst = Σ k · s` over the terms, element by element, summed left to right. `s · 1` and
+/// `a + (−1) · b` are exactly `s` and `a − b`, so this also serves for copies and
+/// differences.
+///
+/// Why chunks of fixed-size arrays: written as one loop over the elements, the compiler
+/// vectorised it with a run-time overlap check and four-register unrolling, and at 32 or 64
+/// channels ran the scalar fallback (0.8 ns per element); as whole 16-lane chunks it is one
+/// vector instruction per term and chunk (0.09–0.14 ns). Inline it into a [`wide!`] body.
+#[inline(always)]
+pub(crate) fn lin<const N: usize>(dst: &mut [f32], terms: [(&[f32], f32); N]) {
+    let c = dst.len();
+    let t = terms.map(|(s, k)| (&s[..c], k));
+    let whole = c / LANES * LANES;
+    for i in (0..whole).step_by(LANES) {
+        let chunk = |s: &[f32]| -> [f32; LANES] { s[i..i + LANES].try_into().expect("16 lanes") };
+        let first = chunk(t[0].0);
+        let mut acc: [f32; LANES] = std::array::from_fn(|j| first[j] * t[0].1);
+        for (s, k) in &t[1..] {
+            let x = chunk(s);
+            for j in 0..LANES {
+                acc[j] += x[j] * k;
+            }
+        }
+        dst[i..i + LANES].copy_from_slice(&acc);
+    }
+    for i in whole..c {
+        let mut acc = t[0].0[i] * t[0].1;
+        for (s, k) in &t[1..] {
+            acc += s[i] * k;
+        }
+        dst[i] = acc;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     wide! {
@@ -75,6 +112,26 @@ mod tests {
                 s += *o;
             }
             s
+        }
+    }
+
+    /// `lin` on lengths around the chunk size: the same bits as the plain expression, and
+    /// unit and negative-unit weights give exact copies and differences.
+    #[test]
+    fn lin_is_the_plain_expression() {
+        for c in [1usize, 15, 16, 17, 40, 64] {
+            let a: Vec<f32> = (0..c).map(|i| (i as f32 * 0.31).sin()).collect();
+            let b: Vec<f32> = (0..c).map(|i| (i as f32 * 0.17).cos()).collect();
+            let mut d = vec![0.0; c];
+            super::lin(&mut d, [(&a, 4.0), (&b, -5.0), (&a, 0.5)]);
+            for i in 0..c {
+                let want = a[i] * 4.0 + b[i] * -5.0 + a[i] * 0.5;
+                assert_eq!(d[i].to_bits(), want.to_bits(), "c {c} at {i}");
+            }
+            super::lin(&mut d, [(&a, 1.0), (&b, -1.0)]);
+            for i in 0..c {
+                assert_eq!(d[i].to_bits(), (a[i] - b[i]).to_bits(), "c {c} at {i}");
+            }
         }
     }
 

@@ -538,6 +538,21 @@ pub(crate) fn backward(
         let dw = want_dw.then(|| conv_winograd::weight_grad(g, x, grad_out));
         return (dx, dw);
     }
+    if want_dx && g.k == 3 && g.stride == 1 && g.pad == 1 {
+        // A "same" 3 × 3 stride-1 convolution's input gradient is the same kind of
+        // convolution of the output gradient with the flipped, transposed filters: one
+        // im2col + GEMM straight into `dx`, instead of a GEMM into the `cin·9 × pixels`
+        // column gradient and the col2im scatter after it. ResNet-18 ×64's 4 × 4 layers:
+        // 12.3 → 9.2 ms per call (2 threads, `tests::layer_times`).
+        let back = Geom {
+            cin: g.cout,
+            cout: g.cin,
+            ..*g
+        };
+        let dx = forward(&back, grad_out, &conv_winograd::flip_transpose(g, weight));
+        let (_, dw) = dense_backward(g, x, weight, grad_out, false, want_dw);
+        return (Some(dx), dw);
+    }
     dense_backward(g, x, weight, grad_out, want_dx, want_dw)
 }
 
@@ -580,14 +595,21 @@ fn dense_backward(
 }
 
 /// Sums the groups' weight gradients, in group order.
-fn sum_partials(partials: Vec<Option<Vec<f32>>>, len: usize) -> Vec<f32> {
+pub(super) fn sum_partials(partials: Vec<Option<Vec<f32>>>, len: usize) -> Vec<f32> {
     let mut it = partials.into_iter().flatten();
     let mut total = it.next().unwrap_or_else(|| vec![0.0; len]);
-    for p in it {
-        for (t, v) in total.iter_mut().zip(&p) {
-            *t += *v;
+    let rest: Vec<Vec<f32>> = it.collect();
+    // In parallel over pieces of the result; each element still adds the partials in group
+    // order, so the bits do not depend on the thread count. (Serial, this sum was a
+    // millisecond per ResNet-18 ×64 4 × 4 layer with the other thread idle.)
+    const PIECE: usize = 1 << 14;
+    total.par_chunks_mut(PIECE).enumerate().for_each(|(i, t)| {
+        for p in &rest {
+            for (t, v) in t.iter_mut().zip(&p[i * PIECE..]) {
+                *t += *v;
+            }
         }
-    }
+    });
     total
 }
 

@@ -21,7 +21,9 @@ use rayon::prelude::*;
 
 use std::cell::RefCell;
 
-use super::conv_kernels::{Epilogue, Geom, Mat, group_size, matmul_strided, take, with_local};
+use super::conv_kernels::{
+    Epilogue, Geom, Mat, group_size, matmul_strided, sum_partials, take, with_local,
+};
 use super::layout::{from_hwc, to_hwc};
 use super::winograd_f2::F2;
 use super::winograd_f4::F4;
@@ -230,7 +232,7 @@ fn backward_filters<V: Variant>(cin: usize, tmp: &[f32], p: [usize; 6]) -> Filte
 
 /// The filters of the input-gradient convolution as plain weights: flipped and transposed,
 /// `[cin, cout, 3, 3]`.
-fn flip_transpose(g: &Geom, weight: &[f32]) -> Vec<f32> {
+pub(crate) fn flip_transpose(g: &Geom, weight: &[f32]) -> Vec<f32> {
     let mut out = vec![0.0f32; weight.len()];
     out.par_chunks_mut(g.cout * 9)
         .enumerate()
@@ -478,20 +480,12 @@ fn weight_grad_with<V: Variant>(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f3
     assert_eq!(grad_out.len(), g.n * g.out_len(), "winograd: grad length");
     let (th, tw) = tiles::<V>(g);
     let group = group_size(g.n, th * tw);
-    let shares: Vec<Vec<f32>> = x
+    let shares: Vec<Option<Vec<f32>>> = x
         .par_chunks(group * g.in_len())
         .zip(grad_out.par_chunks(group * g.out_len()))
-        .map(|(xs, gs)| with_local(&BUFFERS, |buf| group_weight_grad::<V>(g, xs, gs, buf)))
+        .map(|(xs, gs)| with_local(&BUFFERS, |buf| Some(group_weight_grad::<V>(g, xs, gs, buf))))
         .collect();
-    let mut shares = shares.into_iter();
-    let mut du = shares
-        .next()
-        .unwrap_or_else(|| vec![0.0; V::XI * g.cout * g.cin]);
-    for s in shares {
-        for (d, v) in du.iter_mut().zip(&s) {
-            *d += *v;
-        }
-    }
+    let du = sum_partials(shares, V::XI * g.cout * g.cin);
     // dW[co][ci] = Gᵀ · dU[·][co][ci] · G, in parallel over output channels.
     let plane = g.cout * g.cin;
     let mut dw = vec![0.0f32; g.cout * g.cin * 9];

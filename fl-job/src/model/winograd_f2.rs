@@ -17,6 +17,7 @@ impl Variant for F2 {
     /// `G · w`: the points 0, 1, −1, ∞ map onto themselves.
     const FLIP: Option<[usize; 6]> = Some([3, 1, 2, 0, 0, 0]);
 
+    #[inline(always)]
     fn filter(w: &[f32]) -> [f32; 36] {
         // Rows: G · w (4 × 3), G = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1].
         let mut t = [[0.0f32; 3]; 4];
@@ -37,6 +38,7 @@ impl Variant for F2 {
         u
     }
 
+    #[inline(always)]
     fn filter_grad(e: impl Fn(usize) -> f32) -> [f32; 9] {
         // Gᵀ = [1 ½ ½ 0; 0 ½ −½ 0; 0 ½ ½ 1], down the rows, then across.
         let cols: [[f32; 3]; 4] = std::array::from_fn(|c| {

@@ -32,6 +32,7 @@ impl Variant for F4 {
     /// input gradient transforms the flipped filters itself.
     const FLIP: Option<[usize; 6]> = None;
 
+    #[inline(always)]
     fn filter(w: &[f32]) -> [f32; 36] {
         let g = |a: f32, b: f32, c: f32| -> [f32; 6] {
             [
@@ -52,6 +53,7 @@ impl Variant for F4 {
         u
     }
 
+    #[inline(always)]
     fn filter_grad(e: impl Fn(usize) -> f32) -> [f32; 9] {
         // Gᵀ applied to six values.
         let gt = |u: [f32; 6]| -> [f32; 3] {

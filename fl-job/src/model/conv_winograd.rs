@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use std::cell::RefCell;
 
 use super::conv_kernels::{
-    Epilogue, Geom, Mat, group_size, matmul_strided, sum_partials, take, with_local,
+    Epilogue, Geom, Mat, group_size, matmul_strided, sum_partials, take, with_local, zeroed,
 };
 use super::layout::{from_hwc, to_hwc};
 use super::winograd_f2::F2;
@@ -354,7 +354,7 @@ fn run<V: Variant>(
     assert_eq!(x.len(), g.n * g.in_len(), "winograd: input length");
     let (th, tw) = tiles::<V>(g);
     let group = group_size(g.n, th * tw);
-    let mut out = vec![0.0f32; g.n * g.out_len()];
+    let mut out = zeroed(g.n * g.out_len());
     out.par_chunks_mut(group * g.out_len())
         .zip(x.par_chunks(group * g.in_len()))
         .for_each(|(out, xs)| {

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use super::conv_kernels::{Epilogue, Geom, take, with_local};
+use super::conv_kernels::{Epilogue, Geom, take, with_local, zeroed};
 use super::layout::{from_hwc, to_hwc};
 
 /// Output maps up to this many pixels take this path.
@@ -48,7 +48,7 @@ pub(crate) fn forward(
 ) -> Vec<f32> {
     // Taps outermost: `wt[tap][channel]`.
     let wt = transpose(weight, g.cin, g.k * g.k);
-    let mut out = vec![0.0f32; g.n * g.out_len()];
+    let mut out = zeroed(g.n * g.out_len());
     out.par_chunks_mut(g.out_len())
         .zip(x.par_chunks(g.in_len()))
         .for_each(|(o, xs)| {
@@ -109,7 +109,7 @@ pub(crate) fn backward(
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
     let (c, kk) = (g.cin, g.k * g.k);
     let wt = transpose(weight, c, kk);
-    let mut dx = want_dx.then(|| vec![0.0f32; g.n * g.in_len()]);
+    let mut dx = want_dx.then(|| zeroed(g.n * g.in_len()));
     let shares: Vec<Option<Vec<f32>>> = match dx.as_mut() {
         Some(dx) => dx
             .par_chunks_mut(g.in_len())

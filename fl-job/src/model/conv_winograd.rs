@@ -31,8 +31,18 @@ use super::winograd_f4::F4;
 /// Transformed elements per channel pair of the largest tile, F(4 × 4, 3 × 3)'s 6 × 6.
 const MAX_XI: usize = 36;
 
-/// One Winograd tile size: its transforms, each over whole channel vectors.
-#[allow(clippy::too_many_arguments)]
+/// [`Variant::INPUT_TILE`]: `(p, pw, c, y0, x0, half, v, stride, at)`.
+pub(super) type InputTile =
+    fn(&[f32], usize, usize, usize, usize, &mut [f32], &mut [f32], usize, usize);
+/// [`Variant::OUTPUT_TILE`]: `(m, stride, at, c, half, g, y0, x0, hwc)`.
+pub(super) type OutputTile =
+    fn(&[f32], usize, usize, usize, &mut [f32], &Geom, usize, usize, &mut [f32]);
+/// [`Variant::GRAD_TILE`]: `(hwc, g, y0, x0, dm, stride, at, c, half, zero)`.
+pub(super) type GradTile =
+    fn(&[f32], &Geom, usize, usize, &mut [f32], usize, usize, usize, &mut [f32], &[f32]);
+
+/// One Winograd tile size: its transforms, each over whole channel vectors (the tile
+/// transforms are the `wide!` functions of its file, named here).
 pub(super) trait Variant {
     /// Output tile edge `m`.
     const M: usize;
@@ -54,47 +64,16 @@ pub(super) trait Variant {
     /// `V[ξ][tile] = (Bᵀ · d · B)[ξ]` for the input tile at `(y0, x0)` of the padded,
     /// channels-innermost input `p` (`pw` wide, `c` channels); the `XI` planes of `v` are
     /// `stride` apart, this tile's channels start at `at`. `half` has `XI · c` scratch.
-    fn input_tile(
-        p: &[f32],
-        pw: usize,
-        c: usize,
-        y0: usize,
-        x0: usize,
-        half: &mut [f32],
-        v: &mut [f32],
-        stride: usize,
-        at: usize,
-    );
+    const INPUT_TILE: InputTile;
 
     /// The output pixels of the tile at `(y0, x0)` (those inside the map) from its products
     /// `m` (planes `stride` apart, channels from `at`): `Aᵀ · M · A`, channels-innermost
     /// into `hwc`.
-    fn output_tile(
-        m: &[f32],
-        stride: usize,
-        at: usize,
-        c: usize,
-        half: &mut [f32],
-        g: &Geom,
-        y0: usize,
-        x0: usize,
-        hwc: &mut [f32],
-    );
+    const OUTPUT_TILE: OutputTile;
 
     /// `dM[ξ][tile] = (A · dY · Aᵀ)[ξ]` for the output-gradient tile at `(y0, x0)` of the
     /// channels-innermost `hwc` (zero past the map's edge: `zero` is `c` zeros).
-    fn grad_tile(
-        hwc: &[f32],
-        g: &Geom,
-        y0: usize,
-        x0: usize,
-        dm: &mut [f32],
-        stride: usize,
-        at: usize,
-        c: usize,
-        half: &mut [f32],
-        zero: &[f32],
-    );
+    const GRAD_TILE: GradTile;
 }
 
 /// The tile sizes [`choose`] picks from.
@@ -434,7 +413,7 @@ fn group_forward<V: Variant>(
             for tx in 0..tw {
                 let tile = j * per + ty * tw + tx;
                 let (y0, x0) = (V::M * ty, V::M * tx);
-                V::output_tile(m, t * cout, tile * cout, cout, half, g, y0, x0, hwc);
+                (V::OUTPUT_TILE)(m, t * cout, tile * cout, cout, half, g, y0, x0, hwc);
             }
         }
         from_hwc(hwc, cout, g.w, 0, g.w, o);
@@ -463,7 +442,7 @@ fn transform_inputs<V: Variant>(g: &Geom, xs: &[f32], buf: &mut Buffers) {
             for tx in 0..tw {
                 let at = (j * per + ty * tw + tx) * cin;
                 let (y0, x0) = (V::M * ty, V::M * tx);
-                V::input_tile(padded, pw, cin, y0, x0, half, v, t * cin, at);
+                (V::INPUT_TILE)(padded, pw, cin, y0, x0, half, v, t * cin, at);
             }
         }
     }
@@ -533,7 +512,7 @@ fn group_weight_grad<V: Variant>(
             for tx in 0..tw {
                 let at = (j * per + ty * tw + tx) * cout;
                 let (y0, x0) = (V::M * ty, V::M * tx);
-                V::grad_tile(hwc, g, y0, x0, dm, t * cout, at, cout, half, zero);
+                (V::GRAD_TILE)(hwc, g, y0, x0, dm, t * cout, at, cout, half, zero);
             }
         }
     }

@@ -5,7 +5,7 @@
 //! (channels innermost), so each step is a vector operation across channels.
 
 use super::conv_kernels::Geom;
-use super::conv_winograd::Variant;
+use super::conv_winograd::{GradTile, InputTile, OutputTile, Variant};
 use super::simd::{lin, wide};
 
 /// F(2 × 2, 3 × 3).
@@ -55,51 +55,9 @@ impl Variant for F2 {
         out
     }
 
-    #[inline(always)]
-    fn input_tile(
-        p: &[f32],
-        pw: usize,
-        c: usize,
-        y0: usize,
-        x0: usize,
-        half: &mut [f32],
-        v: &mut [f32],
-        stride: usize,
-        at: usize,
-    ) {
-        input_tile(p, pw, c, y0, x0, half, v, stride, at)
-    }
-
-    #[inline(always)]
-    fn output_tile(
-        m: &[f32],
-        stride: usize,
-        at: usize,
-        c: usize,
-        half: &mut [f32],
-        g: &Geom,
-        y0: usize,
-        x0: usize,
-        hwc: &mut [f32],
-    ) {
-        output_tile(m, stride, at, c, half, g, y0, x0, hwc)
-    }
-
-    #[inline(always)]
-    fn grad_tile(
-        hwc: &[f32],
-        g: &Geom,
-        y0: usize,
-        x0: usize,
-        dm: &mut [f32],
-        stride: usize,
-        at: usize,
-        c: usize,
-        half: &mut [f32],
-        zero: &[f32],
-    ) {
-        grad_tile(hwc, g, y0, x0, dm, stride, at, c, half, zero)
-    }
+    const INPUT_TILE: InputTile = input_tile;
+    const OUTPUT_TILE: OutputTile = output_tile;
+    const GRAD_TILE: GradTile = grad_tile;
 }
 
 wide! {

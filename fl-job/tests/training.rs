@@ -133,7 +133,8 @@ fn cpu_kernels_and_burn_ops_give_the_same_gradients() {
         max_steps: Some(1),
         ..Default::default()
     };
-    // Width 8 has a 32-channel 7 × 7 stage, which takes the Winograd path at this batch.
+    // Width 8 has a 32-channel 7 × 7 stage, which takes the Winograd path at this batch,
+    // and an 8-channel 28 × 28 stage, which takes the direct path (on AVX-512).
     let winograd = ModelKind::ResNet18 { base_width: 8 };
     for kind in [TINY_RESNET, winograd, TINY_MOBILENET] {
         device().seed(11);

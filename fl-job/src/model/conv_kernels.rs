@@ -22,6 +22,7 @@ use std::thread::LocalKey;
 
 use rayon::prelude::*;
 
+use super::conv_direct;
 use super::conv_winograd;
 use super::depthwise_nhwc;
 use super::layers::Act;
@@ -364,7 +365,7 @@ pub(crate) struct Epilogue<'a> {
 
 impl Epilogue<'_> {
     /// `dst = act(src · scale[co] + shift[co])`; `match` outside the loop so each vectorises.
-    fn write(&self, co: usize, dst: &mut [f32], src: &[f32]) {
+    pub(super) fn write(&self, co: usize, dst: &mut [f32], src: &[f32]) {
         let (a, b) = (self.scale[co], self.shift[co]);
         let pairs = dst.iter_mut().zip(src);
         match self.act {
@@ -404,6 +405,9 @@ pub(crate) fn forward_fused(
     }
     if g.depthwise {
         return depthwise_forward(g, x, weight, epilogue);
+    }
+    if conv_direct::applies(g) {
+        return conv_direct::forward(g, x, weight, epilogue);
     }
     if conv_winograd::applies(g) {
         return conv_winograd::forward(g, x, weight, epilogue);
@@ -545,6 +549,11 @@ pub(crate) fn backward(
     );
     if g.depthwise {
         return depthwise_backward(g, x, weight, grad_out, want_dx, want_dw);
+    }
+    if conv_direct::applies(g) {
+        let dx = want_dx.then(|| conv_direct::input_grad(g, grad_out, weight));
+        let dw = want_dw.then(|| conv_direct::weight_grad(g, x, grad_out));
+        return (dx, dw);
     }
     if conv_winograd::applies(g) {
         let dx = want_dx.then(|| conv_winograd::input_grad(g, grad_out, weight));
@@ -1237,7 +1246,9 @@ pub(super) mod tests {
             }
             println!(
                 "{count} × {cin:>3}→{cout:<3} {size:>2}² k{k} s{stride} {:<9} fwd {f:6.2} dx {dx:6.2} dw {dw:6.2} ms",
-                if conv_winograd::applies(&g) {
+                if conv_direct::applies(&g) {
+                    "direct"
+                } else if conv_winograd::applies(&g) {
                     "winograd"
                 } else {
                     "im2col"

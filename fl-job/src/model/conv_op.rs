@@ -265,6 +265,9 @@ mod tests {
             // Winograd F(2 × 2, 3 × 3) and F(4 × 4, 3 × 3) (`conv_winograd::choose`).
             (2, 32, 40, 14, 3, 1, 1),
             (2, 32, 32, 28, 3, 1, 1),
+            // Direct 3 × 3 (`conv_direct::applies`; where the CPU has AVX-512).
+            (2, 16, 16, 28, 3, 1, 1),
+            (3, 5, 11, 21, 3, 1, 1),
         ];
         for (n, cin, cout, size, k, stride, groups) in cases {
             let conv = layer([cin, cout], k, stride, groups, &device);
@@ -322,6 +325,7 @@ mod tests {
             (5, 6, 9, 5, 1, 1, 1, Act::Relu6),
             (4, 8, 8, 7, 3, 1, 8, Act::Relu6),
             (3, 8, 8, 9, 3, 2, 8, Act::Relu6),
+            (2, 12, 16, 28, 3, 1, 1, Act::Relu),
         ];
         for (n, cin, cout, size, k, stride, groups, act) in cases {
             let conv = layer([cin, cout], k, stride, groups, &device);

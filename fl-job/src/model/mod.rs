@@ -10,6 +10,7 @@
 //!   Results do not depend on the thread count. Why and how fast: `fl-job/TRAINING.md`.
 
 mod bn_op;
+mod conv_direct;
 mod conv_kernels;
 mod conv_op;
 mod conv_winograd;

@@ -1,11 +1,12 @@
-//! Direct 3 × 3, stride-1, "same" convolution for thin layers (few channels, large maps):
-//! forward, input gradient and weight gradient, with no im2col matrix.
+//! Direct 3 × 3, stride-1, "same" convolution for thin layers (up to 32 channels, maps of
+//! 14 × 14 and up): forward, input gradient and weight gradient, with no im2col matrix.
 //!
 //! Why: ResNet-18 ×16's first stage (16 → 16 channels on 28 × 28 maps) ran im2col + GEMM.
 //! Its im2col matrix is nine shifted copies of the input, as large as the GEMM's work is
 //! small (144 multiply-adds per copied element), so the copy cost about as much as the
 //! arithmetic: `im2col` alone was 10–13 % of a ×16 training step, and Winograd was slower
 //! still at 16 channels (its transforms cost per channel what it saves per channel pair).
+//! At 32 channels Winograd's transforms still weigh more than the multiplications it saves.
 //!
 //! How: each sample's channel planes are copied once into a zero-padded plane `w + 2` wide.
 //! Output pixels are then numbered in that width too (`q = oh·(w + 2) + ow`, the two extra
@@ -13,13 +14,13 @@
 //! input `q + kh·(w + 2) + kw`: every tap is a contiguous run, so a block of `PV` vectors of
 //! 16 outputs for `CO` output channels is `CO · PV` fused multiply-adds per input channel and
 //! tap, held in registers across all of them (`PV` loads and `CO` broadcasts feed them). The
-//! weight gradient is the same walk read the other way: per pair of output channels and one
-//! input channel, 18 vector accumulators (2 × 9 taps) over the sample's padded pixels.
+//! weight gradient is the same walk read the other way: per three output channels and one
+//! input channel, 27 vector accumulators (3 × 9 taps) over a group of samples' padded pixels.
 //!
 //! The input gradient of such a layer is the same convolution of the output gradient with
 //! the flipped, transposed filters (`conv_winograd::flip_transpose`). Samples are computed
-//! independently and the weight gradient's per-sample shares are summed in sample order, so
-//! results are the same at any thread count. Which layers take this path: [`applies`].
+//! independently and the weight gradient's groups (fixed by the geometry) are summed in group
+//! order, so results are the same at any thread count. Which layers take this path: [`applies`].
 
 use std::cell::RefCell;
 
@@ -35,16 +36,26 @@ const CO: usize = 8;
 /// Vectors of output pixels per register block: `CO · PV` = 24 accumulators, plus `PV`
 /// inputs and a broadcast weight, fit AVX-512's 32 registers.
 const PV: usize = 3;
-/// Output channels per weight-gradient block: 2 × 9 taps = 18 accumulators.
-const DW_CO: usize = 2;
+/// Output channels per weight-gradient block: 3 × 9 taps = 27 accumulators, plus three
+/// output-gradient vectors and one input vector. With 2 × 9 the loop was bound by its
+/// loads (11 per 18 multiply-adds, most split across cache lines): ResNet-18 ×16's 32 × 14²
+/// layers took 0.55 ms against 0.46 now.
+const DW_CO: usize = 3;
+/// Padded positions per weight-gradient group, at least: samples are grouped (by the
+/// geometry only) until their maps reach it, so that the accumulators' final sums, 27
+/// horizontal reductions per input channel and block, stay small next to the loop (a
+/// 14 × 14 map is only 15 vectors).
+const DW_POSITIONS: usize = 480;
 
 /// Most channels (in or out) a layer may have to take this path, and fewest pixels per map.
-/// Measured per layer (`conv_kernels::tests::layer_times`, ResNet-18 ×16, batch 20, 2
-/// threads): at 32 channels on 14 × 14 maps the forward and input gradient were level with
-/// Winograd F(2 × 2) but the weight gradient twice as slow (15 vectors per plane: the final
-/// sums weigh as much as the loop), and 7 × 7 maps compute 96 positions for 49.
-const MAX_CHANNELS: usize = 16;
-const MIN_PIXELS: usize = 400;
+/// Measured per layer (`conv_kernels::tests::layer_times`, batch 20, 2 threads; forward /
+/// input gradient / weight gradient, ms): 16 → 16 on 28² 0.45–0.52 / 0.50–0.57 / 0.67–0.70
+/// (im2col) → 0.28–0.31 / 0.32–0.54 / 0.36–0.39; 32 → 32 on 14² 0.48–0.56 / 0.43–0.45 /
+/// 0.45–0.47 (Winograd F2) → 0.33–0.38 / 0.34–0.35 / 0.46–0.47; 32 → 32 on 28² 1.41 / 1.29 /
+/// 1.23 (Winograd F4) → 0.89 / 0.90 / 1.28. At 64 channels the direct work is four times
+/// that and F4 wins; 7 × 7 maps would compute 96 positions for 49.
+const MAX_CHANNELS: usize = 32;
+const MIN_PIXELS: usize = 196;
 
 /// Whether a geometry takes this path: dense 3 × 3, stride 1, padding 1, thin, large maps.
 pub(crate) fn applies(g: &Geom) -> bool {
@@ -160,19 +171,32 @@ pub(crate) fn input_grad(g: &Geom, grad_out: &[f32], weight: &[f32]) -> Vec<f32>
 /// tap) product summed over the map; the samples' shares summed in sample order.
 pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
     let plan = Plan::new(g);
+    // Equal groups, as in `conv_kernels::group_size`.
+    let want = DW_POSITIONS.div_ceil(plan.q).clamp(1, g.n.max(1));
+    let group = g.n.max(1).div_ceil(g.n.max(1).div_ceil(want));
+    let (in_len, out_len) = (g.cin * plan.plane, g.cout * plan.q);
     let partials: Vec<Option<Vec<f32>>> = x
-        .par_chunks(g.in_len())
-        .zip(grad_out.par_chunks(g.out_len()))
+        .par_chunks(group * g.in_len())
+        .zip(grad_out.par_chunks(group * g.out_len()))
         .map(|(xs, gs)| {
             with_local(&BUFFERS, |buf| {
-                let input = take(&mut buf.input, g.cin * plan.plane);
-                pad_planes(xs, g.h, g.w, plan.wp, plan.plane, input);
-                let dy = take(&mut buf.out, g.cout * plan.q);
-                widen(gs, g.h, g.w, plan.wp, plan.q, dy);
+                let samples = xs.len() / g.in_len();
+                let input = take(&mut buf.input, samples * in_len);
+                for (src, dst) in xs
+                    .chunks_exact(g.in_len())
+                    .zip(input.chunks_exact_mut(in_len))
+                {
+                    pad_planes(src, g.h, g.w, plan.wp, plan.plane, dst);
+                }
+                let dy = take(&mut buf.out, samples * out_len);
+                for (src, dst) in gs
+                    .chunks_exact(g.out_len())
+                    .zip(dy.chunks_exact_mut(out_len))
+                {
+                    widen(src, g.h, g.w, plan.wp, plan.q, dst);
+                }
                 let mut share = vec![0.0f32; g.weight_len()];
-                sample_weight_grad(
-                    input, dy, g.cin, g.cout, plan.wp, plan.q, plan.plane, &mut share,
-                );
+                group_weight_grad(input, dy, samples, g.cin, g.cout, &plan, &mut share);
                 Some(share)
             })
         })
@@ -269,47 +293,45 @@ fn sample_forward(
     }
 }
 
-/// One sample's share of the weight gradient, added into `share` `[cout, cin, 3, 3]`:
-/// `Σ_q dy[co][q] · input[ci][q + offset(tap)]`.
-#[allow(clippy::too_many_arguments)]
-fn sample_weight_grad(
+/// One group's share of the weight gradient, written into `share` `[cout, cin, 3, 3]`:
+/// `Σ_samples Σ_q dy[co][q] · input[ci][q + offset(tap)]`, with `input` and `dy` holding
+/// `samples` samples' padded planes back to back.
+fn group_weight_grad(
     input: &[f32],
     dy: &[f32],
+    samples: usize,
     cin: usize,
     cout: usize,
-    wp: usize,
-    q: usize,
-    plane: usize,
+    plan: &Plan,
     share: &mut [f32],
 ) {
-    let offsets = tap_offsets(wp);
-    assert!(input.len() >= cin * plane && q + offsets[8] <= plane && q.is_multiple_of(V));
-    assert!(dy.len() >= cout * q && share.len() >= cout * cin * 9);
+    let (q, plane) = (plan.q, plan.plane);
+    let offsets = tap_offsets(plan.wp);
+    let strides = [cin * plane, cout * q];
+    assert!(q + offsets[8] <= plane && q.is_multiple_of(V));
+    assert!(input.len() >= samples * strides[0] && dy.len() >= samples * strides[1]);
+    assert!(share.len() >= cout * cin * 9);
     for co in (0..cout).step_by(DW_CO) {
-        // A last odd channel pairs with itself; its second copy is dropped.
-        let pair = [co, (co + 1).min(cout - 1)];
+        // A last partial block repeats its last channel; the copies are dropped.
+        let block: [usize; DW_CO] = std::array::from_fn(|c| (co + c).min(cout - 1));
         for ci in 0..cin {
             let mut sums = [[0.0f32; 9]; DW_CO];
             // SAFETY: as in `sample_forward`: AVX-512 was checked, the asserts bound the reads.
             #[cfg(target_arch = "x86_64")]
             #[allow(unsafe_code)]
             unsafe {
-                x86::weight_grad_pair(
+                x86::weight_grad_block(
                     input.as_ptr().add(ci * plane),
-                    [dy.as_ptr().add(pair[0] * q), dy.as_ptr().add(pair[1] * q)],
+                    block.map(|c| dy.as_ptr().add(c * q)),
+                    samples,
+                    strides,
                     q,
                     &offsets,
                     &mut sums,
                 );
             }
-            for (c, s) in sums
-                .iter()
-                .enumerate()
-                .take(if co + 1 < cout { 2 } else { 1 })
-            {
-                for (t, v) in s.iter().enumerate() {
-                    share[(pair[c] * cin + ci) * 9 + t] += v;
-                }
+            for (c, s) in sums.iter().enumerate().take(cout - co) {
+                share[(block[c] * cin + ci) * 9..][..9].copy_from_slice(s);
             }
         }
     }
@@ -378,29 +400,37 @@ mod x86 {
         }
     }
 
-    /// For two output-gradient planes `dy` and one padded input plane, the nine taps'
-    /// sums over `q` positions, into `sums[c][tap]`.
+    /// For two output-gradient planes `dy` and one padded input plane, of each of `samples`
+    /// samples (`strides` apart: input, output gradient), the nine taps' sums over `q`
+    /// positions, into `sums[c][tap]`.
     ///
     /// # Safety
-    /// The CPU has AVX-512F; `dy[c] + q` and `input + q + offsets[8]` stay inside their
-    /// buffers; `q` is a multiple of 16.
+    /// The CPU has AVX-512F; for every sample `s`, `dy[c] + s·strides[1] + q` and
+    /// `input + s·strides[0] + q + offsets[8]` stay inside their buffers; `q` is a multiple
+    /// of 16.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn weight_grad_pair(
+    pub(super) unsafe fn weight_grad_block(
         input: *const f32,
         dy: [*const f32; DW_CO],
+        samples: usize,
+        strides: [usize; 2],
         q: usize,
         offsets: &[usize; 9],
         sums: &mut [[f32; 9]; DW_CO],
     ) {
         unsafe {
             let mut acc = [[_mm512_setzero_ps(); 9]; DW_CO];
-            let taps: [*const f32; 9] = std::array::from_fn(|t| input.add(offsets[t]));
-            for q0 in (0..q).step_by(V) {
-                let d: [__m512; DW_CO] = std::array::from_fn(|c| _mm512_loadu_ps(dy[c].add(q0)));
-                for (t, p) in taps.iter().enumerate() {
-                    let x = _mm512_loadu_ps(p.add(q0));
-                    for c in 0..DW_CO {
-                        acc[c][t] = _mm512_fmadd_ps(d[c], x, acc[c][t]);
+            for s in 0..samples {
+                let (input, dy) = (input.add(s * strides[0]), dy.map(|d| d.add(s * strides[1])));
+                let taps: [*const f32; 9] = std::array::from_fn(|t| input.add(offsets[t]));
+                for q0 in (0..q).step_by(V) {
+                    let d: [__m512; DW_CO] =
+                        std::array::from_fn(|c| _mm512_loadu_ps(dy[c].add(q0)));
+                    for (t, p) in taps.iter().enumerate() {
+                        let x = _mm512_loadu_ps(p.add(q0));
+                        for c in 0..DW_CO {
+                            acc[c][t] = _mm512_fmadd_ps(d[c], x, acc[c][t]);
+                        }
                     }
                 }
             }
@@ -450,6 +480,9 @@ mod tests {
             (2, 1, 28, 28, 16),
             (2, 5, 17, 13, 3),
             (1, 7, 15, 20, 9),
+            // Grouped weight gradient (2 samples per group, a last group of 1).
+            (5, 32, 14, 14, 32),
+            (3, 4, 14, 15, 5),
         ] {
             let g = geom(n, cin, h, w, cout);
             let x = values(n * g.in_len(), 11);
@@ -465,7 +498,13 @@ mod tests {
     /// The same bits at 1, 2 and 3 threads (samples independent; shares summed in order).
     #[test]
     fn bit_identical_at_any_thread_count() {
-        let g = geom(5, 16, 28, 28, 16);
+        for g in [geom(5, 16, 28, 28, 16), geom(7, 32, 14, 14, 32)] {
+            same_bits_at_any_thread_count(&g);
+        }
+    }
+
+    fn same_bits_at_any_thread_count(g: &Geom) {
+        let g = *g;
         let x = values(g.n * g.in_len(), 21);
         let wt = values(g.weight_len(), 22);
         let go = values(g.n * g.out_len(), 23);
@@ -484,7 +523,7 @@ mod tests {
         };
         let one = run(1);
         for t in [2, 3] {
-            assert!(run(t) == one, "{t} threads differ from 1");
+            assert!(run(t) == one, "{t} threads differ from 1 for {g:?}");
         }
     }
 
@@ -492,8 +531,9 @@ mod tests {
     fn takes_thin_large_maps_only() {
         assert!(applies(&geom(20, 16, 28, 28, 16)));
         assert!(applies(&geom(20, 1, 28, 28, 16)));
-        assert!(!applies(&geom(20, 32, 14, 14, 32)));
-        assert!(!applies(&geom(20, 16, 4, 4, 16)));
+        assert!(applies(&geom(20, 32, 14, 14, 32)));
+        assert!(!applies(&geom(20, 64, 28, 28, 64)));
+        assert!(!applies(&geom(20, 16, 7, 7, 16)));
         assert!(!applies(&Geom {
             stride: 2,
             ..geom(20, 16, 28, 28, 16)

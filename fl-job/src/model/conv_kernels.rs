@@ -1104,6 +1104,9 @@ pub(super) mod tests {
             // F(4 × 4, 3 × 3): 28 × 28 and a size that is not a multiple of 4.
             (2, 32, 28, 28, 33, 3, 1, 1, false),
             (2, 34, 30, 29, 32, 3, 1, 1, false),
+            // Direct 3 × 3 (`conv_direct::applies`, on AVX-512).
+            (3, 16, 28, 28, 16, 3, 1, 1, false),
+            (5, 32, 14, 15, 24, 3, 1, 1, false),
         ];
         for threads in [1, 3] {
             let pool = rayon::ThreadPoolBuilder::new()
@@ -1139,12 +1142,13 @@ pub(super) mod tests {
     fn results_are_bit_identical_at_any_thread_count() {
         let geoms = [
             // Stacked groups (4 × 4 maps: two groups of ten), one sample per group, Winograd
-            // F(2 × 2) and F(4 × 4), depthwise channels-innermost and planar.
+            // F(2 × 2) and F(4 × 4), direct 3 × 3, depthwise channels-innermost and planar.
             (20, 8, 4, 4, 8, 3, 1, 1, false),
             (20, 3, 16, 16, 4, 3, 1, 1, false),
             (7, 5, 5, 5, 6, 1, 1, 0, false),
             (20, 32, 7, 7, 32, 3, 1, 1, false),
-            (20, 32, 28, 28, 32, 3, 1, 1, false),
+            (20, 40, 28, 28, 32, 3, 1, 1, false),
+            (20, 16, 28, 28, 16, 3, 1, 1, false),
             (20, 6, 8, 8, 6, 3, 2, 1, true),
             (20, 4, 16, 16, 4, 3, 2, 1, true),
         ];

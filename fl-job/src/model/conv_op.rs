@@ -264,7 +264,7 @@ mod tests {
             (2, 6, 9, 5, 1, 1, 1),
             // Winograd F(2 × 2, 3 × 3) and F(4 × 4, 3 × 3) (`conv_winograd::choose`).
             (2, 32, 40, 14, 3, 1, 1),
-            (2, 32, 32, 28, 3, 1, 1),
+            (2, 40, 32, 28, 3, 1, 1),
             // Direct 3 × 3 (`conv_direct::applies`; where the CPU has AVX-512).
             (2, 16, 16, 28, 3, 1, 1),
             (3, 5, 11, 21, 3, 1, 1),

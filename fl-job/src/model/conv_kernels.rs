@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use super::conv_direct;
 use super::conv_winograd;
 use super::depthwise_nhwc;
+use super::im2col_tiny;
 use super::layers::Act;
 
 /// How many output columns one GEMM should have at least: samples are stacked side by side
@@ -156,8 +157,16 @@ fn overlap(a: usize, b: usize, shift: isize, len: usize) -> (usize, usize) {
 }
 
 /// Writes one sample's im2col matrix `[cin·k·k, ho·wo]` into `col`, whose rows are `ld` long,
-/// starting at column `off`.
+/// starting at column `off`: by register permutes for maps of up to 16 pixels
+/// (`im2col_tiny`), otherwise by [`im2col_general`].
 fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
+    if !im2col_tiny::im2col(g, x, col, ld, off) {
+        im2col_general(g, x, col, ld, off);
+    }
+}
+
+/// [`im2col`] by row copies, for any geometry.
+pub(super) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
     let (ho, wo, k) = (g.ho(), g.wo(), g.k);
     let plane_len = g.h * g.w;
     for c in 0..g.cin {

@@ -4,7 +4,9 @@
 //! - On the `flex` CPU backend the layers run on fl-job's own kernels (switch:
 //!   [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops;
 //!   `conv_kernels.rs` (im2col + GEMM, planar depthwise), `conv_winograd.rs` (3 × 3
-//!   stride 1) and `depthwise_nhwc.rs` (depthwise on small maps) compute on plain slices.
+//!   stride 1) and `depthwise_nhwc.rs` (depthwise on small maps) compute on plain slices;
+//!   `conv_direct.rs` (3 × 3 stride 1 on thin layers) and `im2col_tiny.rs` (im2col of maps
+//!   up to 16 pixels) are written in AVX-512 and stand aside on CPUs without it.
 //!   `layout.rs` converts between channel planes and channels-innermost buffers;
 //!   `simd.rs` compiles those loops for the CPU's widest vectors (`wide!`).
 //!   Results do not depend on the thread count. Why and how fast: `fl-job/TRAINING.md`.
@@ -15,6 +17,7 @@ mod conv_kernels;
 mod conv_op;
 mod conv_winograd;
 mod depthwise_nhwc;
+mod im2col_tiny;
 mod layers;
 mod layout;
 mod mobilenet;

@@ -1,0 +1,179 @@
+//! im2col for maps of at most 16 pixels (ResNet-18's 4 × 4 stage), in AVX-512: a channel
+//! plane fits one register, and each of the `k²` im2col rows it feeds is one masked permute
+//! of that register and one store.
+//!
+//! Why: `conv_kernels::im2col` builds a row per (channel, tap) with a shifted copy and then
+//! zeroes the borders row by row; on a 4 × 4 map a row is 16 elements in four runs of four,
+//! so the bookkeeping outweighed the copy: im2col was 19 % of ResNet-18 ×16's 4 × 4 layers
+//! (the GEMM 49 %), and those layers run im2col three times per step (forward, the input
+//! gradient's convolution, the weight gradient).
+
+use super::conv_kernels::Geom;
+
+/// Most taps per plane: 3 × 3 kernels.
+const MAX_TAPS: usize = 9;
+
+/// Writes sample `x`'s im2col matrix `[cin·k·k, ho·wo]` into `col` (rows `ld` long, from
+/// column `off`), if this geometry fits the kernel and the CPU has AVX-512; returns whether
+/// it did.
+pub(super) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) -> bool {
+    let (pixels_in, pixels_out, taps) = (g.h * g.w, g.ho() * g.wo(), g.k * g.k);
+    if g.depthwise || pixels_in > 16 || pixels_out > 16 || taps > MAX_TAPS || !available() {
+        return false;
+    }
+    assert!(x.len() >= g.cin * pixels_in, "im2col: input length");
+    let rows = g.cin * taps;
+    assert!(
+        rows == 0 || (rows - 1) * ld + off + pixels_out <= col.len(),
+        "im2col: column buffer too small"
+    );
+    // For each tap, the input pixel each output pixel reads, and which of them lie inside.
+    let mut index = [[0u32; 16]; MAX_TAPS];
+    let mut inside = [0u16; MAX_TAPS];
+    for (t, (idx, mask)) in index.iter_mut().zip(&mut inside).enumerate().take(taps) {
+        let (kh, kw) = (t / g.k, t % g.k);
+        for p in 0..pixels_out {
+            let ih = (p / g.wo() * g.stride + kh) as isize - g.pad as isize;
+            let iw = (p % g.wo() * g.stride + kw) as isize - g.pad as isize;
+            if (0..g.h as isize).contains(&ih) && (0..g.w as isize).contains(&iw) {
+                idx[p] = (ih as usize * g.w + iw as usize) as u32;
+                *mask |= 1 << p;
+            }
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX-512 was checked (`available`); the asserts above keep every masked load
+    // (`cin` planes of `pixels_in`) and store (`rows` rows of `pixels_out` from `off`,
+    // `ld` apart) inside `x` and `col`.
+    #[allow(unsafe_code)]
+    unsafe {
+        x86::im2col(
+            x.as_ptr(),
+            g.cin,
+            pixels_in,
+            &index[..taps],
+            &inside[..taps],
+            pixels_out,
+            col.as_mut_ptr().add(off),
+            ld,
+        );
+    }
+    true
+}
+
+/// The kernel is AVX-512; elsewhere `conv_kernels::im2col` does the work.
+fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return super::simd::has_avx512();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// The CPU has AVX-512F; `x` holds `planes` planes of `pixels_in` (≤ 16) elements;
+    /// `col + (planes·taps − 1)·ld + pixels_out` (≤ 16) stays inside the column buffer.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn im2col(
+        x: *const f32,
+        planes: usize,
+        pixels_in: usize,
+        index: &[[u32; 16]],
+        inside: &[u16],
+        pixels_out: usize,
+        col: *mut f32,
+        ld: usize,
+    ) {
+        unsafe {
+            let load = (1u32 << pixels_in).wrapping_sub(1) as u16;
+            let store = (1u32 << pixels_out).wrapping_sub(1) as u16;
+            let taps = index.len();
+            let mut idx = [_mm512_setzero_si512(); super::MAX_TAPS];
+            for (d, i) in idx.iter_mut().zip(index) {
+                *d = _mm512_loadu_si512(i.as_ptr().cast());
+            }
+            for c in 0..planes {
+                // Masked-off lanes are neither read nor faulted on.
+                let v = _mm512_maskz_loadu_ps(load, x.add(c * pixels_in));
+                for (t, (i, &m)) in idx[..taps].iter().zip(inside).enumerate() {
+                    let row = _mm512_maskz_permutexvar_ps(m, *i, v);
+                    _mm512_mask_storeu_ps(col.add((c * taps + t) * ld), store, row);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same matrix as `conv_kernels`' general im2col (checked element by element there
+    /// against the convolution's definition) on 4 × 4, 3 × 3, 2 × 2 and 4 × 3 maps, strides 1
+    /// and 2, padding 0 and 1, kernels 1 and 3; nothing outside the sample's columns written.
+    #[test]
+    fn matches_the_general_im2col() {
+        if !available() {
+            return;
+        }
+        for (h, w, k, stride, pad) in [
+            (4, 4, 3, 1, 1),
+            (3, 3, 3, 1, 1),
+            (2, 2, 3, 1, 1),
+            (4, 3, 3, 1, 1),
+            (4, 4, 3, 2, 1),
+            (4, 4, 1, 1, 0),
+            (4, 4, 3, 1, 0),
+        ] {
+            let g = Geom {
+                n: 1,
+                cin: 5,
+                h,
+                w,
+                cout: 2,
+                k,
+                stride,
+                pad,
+                depthwise: false,
+            };
+            let x: Vec<f32> = (0..g.cin * h * w).map(|i| i as f32 + 1.0).collect();
+            let (rows, cols) = (g.cin * k * k, g.ho() * g.wo());
+            let (ld, off) = (cols * 3, cols);
+            let mut ours = vec![-7.0f32; rows * ld];
+            let mut want = ours.clone();
+            assert!(im2col(&g, &x, &mut ours, ld, off));
+            super::super::conv_kernels::im2col_general(&g, &x, &mut want, ld, off);
+            assert_eq!(ours, want, "{h}×{w} k{k} s{stride} p{pad}");
+        }
+    }
+
+    #[test]
+    fn declines_larger_maps_and_depthwise() {
+        let g = Geom {
+            n: 1,
+            cin: 2,
+            h: 5,
+            w: 5,
+            cout: 2,
+            k: 3,
+            stride: 1,
+            pad: 1,
+            depthwise: false,
+        };
+        let mut col = vec![0.0; 18 * 25];
+        assert!(!im2col(&g, &[0.0; 50], &mut col, 25, 0));
+        let dw = Geom {
+            h: 4,
+            w: 4,
+            cout: 2,
+            depthwise: true,
+            ..g
+        };
+        assert!(!im2col(&dw, &[0.0; 32], &mut col, 16, 0));
+    }
+}

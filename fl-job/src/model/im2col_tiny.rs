@@ -32,11 +32,11 @@ pub(super) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize
     let mut inside = [0u16; MAX_TAPS];
     for (t, (idx, mask)) in index.iter_mut().zip(&mut inside).enumerate().take(taps) {
         let (kh, kw) = (t / g.k, t % g.k);
-        for p in 0..pixels_out {
+        for (p, at) in idx.iter_mut().enumerate().take(pixels_out) {
             let ih = (p / g.wo() * g.stride + kh) as isize - g.pad as isize;
             let iw = (p % g.wo() * g.stride + kw) as isize - g.pad as isize;
             if (0..g.h as isize).contains(&ih) && (0..g.w as isize).contains(&iw) {
-                idx[p] = (ih as usize * g.w + iw as usize) as u32;
+                *at = (ih as usize * g.w + iw as usize) as u32;
                 *mask |= 1 << p;
             }
         }

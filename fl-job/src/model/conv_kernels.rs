@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use super::conv_direct;
 use super::conv_winograd;
 use super::depthwise_nhwc;
-use super::im2col_tiny;
+use super::im2col_simd;
 use super::layers::Act;
 
 /// How many output columns one GEMM should have at least: samples are stacked side by side
@@ -158,9 +158,9 @@ fn overlap(a: usize, b: usize, shift: isize, len: usize) -> (usize, usize) {
 
 /// Writes one sample's im2col matrix `[cin·k·k, ho·wo]` into `col`, whose rows are `ld` long,
 /// starting at column `off`: by register permutes for maps of up to 16 pixels
-/// (`im2col_tiny`), otherwise by [`im2col_general`].
+/// (`im2col_simd`), otherwise by [`im2col_general`].
 fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
-    if !im2col_tiny::im2col(g, x, col, ld, off) {
+    if !im2col_simd::im2col(g, x, col, ld, off) {
         im2col_general(g, x, col, ld, off);
     }
 }
@@ -205,7 +205,10 @@ pub(super) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, of
                         let first = lo * g.stride + kw - g.pad;
                         if g.stride == 1 {
                             d[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
-                        } else {
+                        } else if !(g.stride == 2
+                            && im2col_simd::gather_stride2(&mut d[lo..hi], &src[first..]))
+                        {
+                            // Any other stride, or no AVX-512.
                             for (o, v) in d[lo..hi]
                                 .iter_mut()
                                 .zip(src[first..].iter().step_by(g.stride))

@@ -5,7 +5,7 @@
 //!   [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops;
 //!   `conv_kernels.rs` (im2col + GEMM, planar depthwise), `conv_winograd.rs` (3 × 3
 //!   stride 1) and `depthwise_nhwc.rs` (depthwise on small maps) compute on plain slices;
-//!   `conv_direct.rs` (3 × 3 stride 1 on thin layers) and `im2col_tiny.rs` (im2col of maps
+//!   `conv_direct.rs` (3 × 3 stride 1 on thin layers) and `im2col_simd.rs` (im2col of maps
 //!   up to 16 pixels) are written in AVX-512 and stand aside on CPUs without it.
 //!   `layout.rs` converts between channel planes and channels-innermost buffers;
 //!   `simd.rs` compiles those loops for the CPU's widest vectors (`wide!`).
@@ -17,7 +17,7 @@ mod conv_kernels;
 mod conv_op;
 mod conv_winograd;
 mod depthwise_nhwc;
-mod im2col_tiny;
+mod im2col_simd;
 mod layers;
 mod layout;
 mod mobilenet;

@@ -1,12 +1,14 @@
-//! im2col for maps of at most 16 pixels (ResNet-18's 4 × 4 stage), in AVX-512: a channel
+//! im2col pieces in AVX-512. Maps of at most 16 pixels (ResNet-18's 4 × 4 stage): a channel
 //! plane fits one register, and each of the `k²` im2col rows it feeds is one masked permute
-//! of that register and one store.
+//! of that register and one store. Stride-2 rows ([`gather_stride2`]): every other element
+//! of two registers, one two-register permute per 16 outputs.
 //!
 //! Why: `conv_kernels::im2col` builds a row per (channel, tap) with a shifted copy and then
 //! zeroes the borders row by row; on a 4 × 4 map a row is 16 elements in four runs of four,
 //! so the bookkeeping outweighed the copy: im2col was 19 % of ResNet-18 ×16's 4 × 4 layers
 //! (the GEMM 49 %), and those layers run im2col three times per step (forward, the input
-//! gradient's convolution, the weight gradient).
+//! gradient's convolution, the weight gradient). The stride-2 layers' rows were copied one
+//! element at a time: im2col was 28–34 % of those layers.
 
 use super::conv_kernels::Geom;
 
@@ -61,7 +63,27 @@ pub(super) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize
     true
 }
 
-/// The kernel is AVX-512; elsewhere `conv_kernels::im2col` does the work.
+/// `dst[i] = src[2·i]` for every `i` of `dst`, if the CPU has AVX-512; returns whether it did.
+pub(super) fn gather_stride2(dst: &mut [f32], src: &[f32]) -> bool {
+    let n = dst.len();
+    if !available() {
+        return false;
+    }
+    assert!(
+        n == 0 || 2 * (n - 1) < src.len(),
+        "gather_stride2: source too short"
+    );
+    // SAFETY: AVX-512 was checked; the kernel's masked loads read only `src[..src.len()]`
+    // and its masked stores write only `dst[..n]`.
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    unsafe {
+        x86::gather_stride2(dst.as_mut_ptr(), n, src.as_ptr(), src.len());
+    }
+    true
+}
+
+/// The kernels are AVX-512; elsewhere `conv_kernels::im2col` does the work.
 fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     return super::simd::has_avx512();
@@ -73,6 +95,35 @@ fn available() -> bool {
 #[allow(unsafe_code)]
 mod x86 {
     use std::arch::x86_64::*;
+
+    /// The first `n` lanes.
+    fn lanes(n: usize) -> __mmask16 {
+        ((1u32 << n.min(16)) - 1) as __mmask16
+    }
+
+    /// `dst[i] = src[2·i]` for `i < n`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `src` holds `len` elements, at least `2·(n − 1) + 1`; `dst`
+    /// holds `n`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn gather_stride2(dst: *mut f32, n: usize, src: *const f32, len: usize) {
+        unsafe {
+            let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            for i in (0..n).step_by(16) {
+                let left = len - 2 * i;
+                // Masked-off lanes are neither read nor faulted on; `wrapping_add` because
+                // the second register's address may lie past the end when nothing is read.
+                let a = _mm512_maskz_loadu_ps(lanes(left), src.wrapping_add(2 * i));
+                let b = _mm512_maskz_loadu_ps(
+                    lanes(left.saturating_sub(16)),
+                    src.wrapping_add(2 * i + 16),
+                );
+                let r = _mm512_permutex2var_ps(a, even, b);
+                _mm512_mask_storeu_ps(dst.add(i), lanes(n - i), r);
+            }
+        }
+    }
 
     /// # Safety
     /// The CPU has AVX-512F; `x` holds `planes` planes of `pixels_in` (≤ 16) elements;
@@ -112,6 +163,25 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gathers_every_other_element() {
+        if !available() {
+            return;
+        }
+        for n in [0usize, 1, 7, 14, 16, 17, 40] {
+            for extra in [0usize, 1, 5] {
+                let src: Vec<f32> = (0..(2 * n).saturating_sub(1) + extra)
+                    .map(|i| i as f32)
+                    .collect();
+                let mut dst = vec![-1.0f32; n + 3];
+                assert!(gather_stride2(&mut dst[..n], &src));
+                let want: Vec<f32> = (0..n).map(|i| (2 * i) as f32).collect();
+                assert_eq!(&dst[..n], &want[..], "n {n} extra {extra}");
+                assert_eq!(&dst[n..], &[-1.0; 3], "wrote past n {n}");
+            }
+        }
+    }
 
     /// The same matrix as `conv_kernels`' general im2col (checked element by element there
     /// against the convolution's definition) on 4 × 4, 3 × 3, 2 × 2 and 4 × 3 maps, strides 1

@@ -266,7 +266,10 @@ fn col2im_add(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f32]) 
                         for (o, v) in d[first..first + (hi - lo)].iter_mut().zip(s) {
                             *o += *v;
                         }
-                    } else {
+                    } else if !(g.stride == 2
+                        && im2col_simd::scatter_add_stride2(&mut d[first..], s))
+                    {
+                        // Any other stride, or no AVX-512.
                         for (o, v) in d[first..].iter_mut().step_by(g.stride).zip(s) {
                             *o += *v;
                         }

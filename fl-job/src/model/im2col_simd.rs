@@ -83,6 +83,28 @@ pub(super) fn gather_stride2(dst: &mut [f32], src: &[f32]) -> bool {
     true
 }
 
+/// `dst[2·i] += src[i]` for every `i` of `src` (col2im's stride-2 rows), if the CPU has
+/// AVX-512; returns whether it did. Each element gets the one addition the scalar loop
+/// gives it and no other element is written, so the bits are the same.
+pub(super) fn scatter_add_stride2(dst: &mut [f32], src: &[f32]) -> bool {
+    let n = src.len();
+    if !available() {
+        return false;
+    }
+    assert!(
+        n == 0 || 2 * (n - 1) < dst.len(),
+        "scatter_add_stride2: destination too short"
+    );
+    // SAFETY: AVX-512 was checked; the kernel's masked loads and stores touch only
+    // `dst[..dst.len()]` and `src[..n]`.
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    unsafe {
+        x86::scatter_add_stride2(dst.as_mut_ptr(), src.as_ptr(), n);
+    }
+    true
+}
+
 /// The kernels are AVX-512; elsewhere `conv_kernels::im2col` does the work.
 fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -99,6 +121,35 @@ mod x86 {
     /// The first `n` lanes.
     fn lanes(n: usize) -> __mmask16 {
         ((1u32 << n.min(16)) - 1) as __mmask16
+    }
+
+    /// `dst[2·i] += src[i]` for `i < n`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `dst` holds at least `2·(n − 1) + 1` elements; `src` holds `n`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn scatter_add_stride2(dst: *mut f32, src: *const f32, n: usize) {
+        unsafe {
+            // Source lane i to destination lanes 2i (low register) and 2i − 16 (high).
+            let low = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+            let high =
+                _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+            const EVEN: __mmask16 = 0x5555;
+            for i in (0..n).step_by(16) {
+                let v = _mm512_maskz_loadu_ps(lanes(n - i), src.add(i));
+                // Exactly the even lanes this chunk adds to: nothing else is read, changed or
+                // written back.
+                let span = 2 * (n - i);
+                let (ma, mb) = (EVEN & lanes(span), EVEN & lanes(span.saturating_sub(16)));
+                let (pa, pb) = (dst.add(2 * i), dst.wrapping_add(2 * i + 16));
+                let a = _mm512_maskz_loadu_ps(ma, pa);
+                let b = _mm512_maskz_loadu_ps(mb, pb);
+                let a = _mm512_add_ps(a, _mm512_permutexvar_ps(low, v));
+                let b = _mm512_add_ps(b, _mm512_permutexvar_ps(high, v));
+                _mm512_mask_storeu_ps(pa, ma, a);
+                _mm512_mask_storeu_ps(pb, mb, b);
+            }
+        }
     }
 
     /// `dst[i] = src[2·i]` for `i < n`.
@@ -163,6 +214,30 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adds_onto_every_other_element() {
+        if !available() {
+            return;
+        }
+        for n in [0usize, 1, 7, 14, 16, 17, 40] {
+            for extra in [0usize, 1, 5] {
+                let len = (2 * n).saturating_sub(1) + extra;
+                let src: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 0.0).collect();
+                // Negative zeros too: `-0 + 0` is `+0`, so a lane touched needlessly shows.
+                let mut dst: Vec<f32> = (0..len + 3)
+                    .map(|i| if i % 3 == 0 { -0.0 } else { i as f32 })
+                    .collect();
+                let mut want = dst.clone();
+                for (i, v) in src.iter().enumerate() {
+                    want[2 * i] += v;
+                }
+                assert!(scatter_add_stride2(&mut dst[..len], &src));
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&dst), bits(&want), "n {n} extra {extra}");
+            }
+        }
+    }
 
     #[test]
     fn gathers_every_other_element() {

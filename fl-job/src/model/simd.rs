@@ -48,7 +48,7 @@ pub(crate) use wide;
 
 /// Whether this CPU runs the AVX-512 version ([`wide!`]'s first choice). Asked once and
 /// kept: the AVX-512 im2col pieces ask it per row, thousands of times a step, and six
-/// feature look-ups each time showed in profiles (about 1 % of a ResNet-18 ×16 step).
+/// feature look-ups each time showed in a profile of a ResNet-18 ×16 step.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub(crate) fn has_avx512() -> bool {

@@ -453,22 +453,8 @@ mod x86 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::conv_kernels::tests::{close, naive, values};
+    use super::super::conv_kernels::tests::{close, naive, same3x3 as geom, values};
     use super::*;
-
-    fn geom(n: usize, cin: usize, h: usize, w: usize, cout: usize) -> Geom {
-        Geom {
-            n,
-            cin,
-            h,
-            w,
-            cout,
-            k: 3,
-            stride: 1,
-            pad: 1,
-            depthwise: false,
-        }
-    }
 
     /// Forward, input gradient and weight gradient against the f64 definition, on maps
     /// whose padded width does not divide the block and channel counts that leave partial

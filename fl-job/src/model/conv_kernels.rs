@@ -1062,6 +1062,21 @@ pub(super) mod tests {
         (f(out), f(dx), f(dw))
     }
 
+    /// A dense 3 × 3, stride-1, padding-1 ("same") geometry.
+    pub(in crate::model) fn same3x3(n: usize, cin: usize, h: usize, w: usize, cout: usize) -> Geom {
+        Geom {
+            n,
+            cin,
+            h,
+            w,
+            cout,
+            k: 3,
+            stride: 1,
+            pad: 1,
+            depthwise: false,
+        }
+    }
+
     pub(in crate::model) fn close(a: &[f32], b: &[f32], what: &str, g: &Geom) {
         assert_eq!(a.len(), b.len(), "{what} length for {g:?}");
         let scale = b.iter().fold(1.0f32, |m, v| m.max(v.abs()));

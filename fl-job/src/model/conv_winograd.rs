@@ -548,7 +548,7 @@ fn group_weight_grad<V: Variant>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::conv_kernels::tests::{close, naive, values};
+    use crate::model::conv_kernels::tests::{close, naive, same3x3, values};
 
     /// Forward and input gradient against the f64 definition (1e-5 relative to the largest
     /// value) on small channel counts, which [`applies`] would send elsewhere: odd and even,
@@ -569,17 +569,7 @@ mod tests {
         .iter()
         .enumerate()
         {
-            let g = Geom {
-                n,
-                cin,
-                h,
-                w,
-                cout,
-                k: 3,
-                stride: 1,
-                pad: 1,
-                depthwise: false,
-            };
+            let g = same3x3(n, cin, h, w, cout);
             let x = values(n * g.in_len(), seed as u64 * 7 + 1);
             let wt = values(g.weight_len(), seed as u64 * 7 + 2);
             let go = values(n * g.out_len(), seed as u64 * 7 + 3);
@@ -598,17 +588,7 @@ mod tests {
     /// the shapes `conv_kernels`' definition test uses.
     #[test]
     fn chooses_where_it_pays() {
-        let g = |n, c, size| Geom {
-            n,
-            cin: c,
-            h: size,
-            w: size,
-            cout: c,
-            k: 3,
-            stride: 1,
-            pad: 1,
-            depthwise: false,
-        };
+        let g = |n, c, size| same3x3(n, c, size, size, c);
         assert_eq!(choose(&g(20, 64, 28)), Some(Tile::F4));
         assert_eq!(choose(&g(20, 128, 14)), Some(Tile::F2));
         assert_eq!(choose(&g(20, 256, 7)), Some(Tile::F2));

@@ -230,7 +230,9 @@ fn main() -> anyhow::Result<()> {
             burn_ops,
         } => {
             fl_job::set_cpu_kernels(!burn_ops);
-            let kernels = if burn_ops { "burn" } else { "fl-job" };
+            // Only the flex backend has fl-job's kernels; the others always run Burn's ops.
+            let ours = !burn_ops && matches!(cli.backend, fl_job::Backend::Flex);
+            let kernels = if ours { "fl-job" } else { "burn" };
             let bar = ProgressBar::new(models.len() as u64).with_style(
                 ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")?,
             );

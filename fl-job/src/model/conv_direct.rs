@@ -26,7 +26,7 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use super::conv_kernels::{Epilogue, Geom, sum_partials, take, with_local, zeroed};
+use super::conv_kernels::{Epilogue, Geom, equal_groups, sum_partials, take, with_local, zeroed};
 use super::conv_winograd::flip_transpose;
 
 /// Lanes per vector chunk (one AVX-512 register of `f32`).
@@ -138,9 +138,7 @@ pub(crate) fn forward(
                 pad_planes(xs, g.h, g.w, plan.wp, plan.plane, input);
                 let blocks = g.cout.div_ceil(CO);
                 let wide = take(&mut buf.out, blocks * CO * plan.q);
-                sample_forward(
-                    input, &packed, g.cin, blocks, plan.wp, plan.q, plan.plane, wide,
-                );
+                sample_forward(input, &packed, g.cin, blocks, &plan, wide);
                 for (co, dst) in o.chunks_exact_mut(g.h * g.w).enumerate() {
                     let src = &wide[co * plan.q..];
                     for (r, row) in dst.chunks_exact_mut(g.w).enumerate() {
@@ -167,13 +165,12 @@ pub(crate) fn input_grad(g: &Geom, grad_out: &[f32], weight: &[f32]) -> Vec<f32>
     forward(&back, grad_out, &flip_transpose(g, weight), None)
 }
 
-/// Weight gradient `[cout, cin, 3, 3]`: per sample, every (output channel, input channel,
-/// tap) product summed over the map; the samples' shares summed in sample order.
+/// Weight gradient `[cout, cin, 3, 3]`: per group of samples (fixed by the geometry), every
+/// (output channel, input channel, tap) product summed over the maps; the groups' shares
+/// summed in group order.
 pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
     let plan = Plan::new(g);
-    // Equal groups, as in `conv_kernels::group_size`.
-    let want = DW_POSITIONS.div_ceil(plan.q).clamp(1, g.n.max(1));
-    let group = g.n.max(1).div_ceil(g.n.max(1).div_ceil(want));
+    let group = equal_groups(g.n, DW_POSITIONS, plan.q);
     let (in_len, out_len) = (g.cin * plan.plane, g.cout * plan.q);
     let partials: Vec<Option<Vec<f32>>> = x
         .par_chunks(group * g.in_len())
@@ -257,18 +254,16 @@ fn tap_offsets(wp: usize) -> [usize; 9] {
 
 /// One sample's forward in the padded width: `out[co][q]` for `blocks · CO` output
 /// channels, from `input` (`cin` padded planes `plane` apart) and `packed` filters.
-#[allow(clippy::too_many_arguments)]
 fn sample_forward(
     input: &[f32],
     packed: &[f32],
     cin: usize,
     blocks: usize,
-    wp: usize,
-    q: usize,
-    plane: usize,
+    plan: &Plan,
     out: &mut [f32],
 ) {
-    let offsets = tap_offsets(wp);
+    let (q, plane) = (plan.q, plan.plane);
+    let offsets = tap_offsets(plan.wp);
     // Every read below stays inside these: the last block's last tap ends at `plane`.
     assert!(input.len() >= cin * plane && q + offsets[8] <= plane && q.is_multiple_of(V * PV));
     assert!(packed.len() >= blocks * cin * 9 * CO && out.len() >= blocks * CO * q);

@@ -101,8 +101,15 @@ impl Geom {
 
 /// Samples per group for `n` samples of `columns` GEMM columns each (see [`Geom::group`]).
 pub(super) fn group_size(n: usize, columns: usize) -> usize {
+    equal_groups(n, STACK_COLUMNS, columns)
+}
+
+/// Samples per group for `n` samples of `each` elements, so that a group reaches `at_least`
+/// elements: groups of equal size (20 samples in want of 16: two groups of ten, not 16 + 4),
+/// so that they balance over the threads. Depends on the geometry only, never on the threads.
+pub(super) fn equal_groups(n: usize, at_least: usize, each: usize) -> usize {
     let n = n.max(1);
-    let want = STACK_COLUMNS.div_ceil(columns.max(1)).clamp(1, n);
+    let want = at_least.div_ceil(each.max(1)).clamp(1, n);
     n.div_ceil(n.div_ceil(want))
 }
 
@@ -205,16 +212,8 @@ pub(super) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, of
                         let first = lo * g.stride + kw - g.pad;
                         if g.stride == 1 {
                             d[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
-                        } else if !(g.stride == 2
-                            && im2col_simd::gather_stride2(&mut d[lo..hi], &src[first..]))
-                        {
-                            // Any other stride, or no AVX-512.
-                            for (o, v) in d[lo..hi]
-                                .iter_mut()
-                                .zip(src[first..].iter().step_by(g.stride))
-                            {
-                                *o = *v;
-                            }
+                        } else {
+                            im2col_simd::copy_strided(&mut d[lo..hi], &src[first..], g.stride);
                         }
                     }
                 }
@@ -266,13 +265,8 @@ fn col2im_add(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f32]) 
                         for (o, v) in d[first..first + (hi - lo)].iter_mut().zip(s) {
                             *o += *v;
                         }
-                    } else if !(g.stride == 2
-                        && im2col_simd::scatter_add_stride2(&mut d[first..], s))
-                    {
-                        // Any other stride, or no AVX-512.
-                        for (o, v) in d[first..].iter_mut().step_by(g.stride).zip(s) {
-                            *o += *v;
-                        }
+                    } else {
+                        im2col_simd::add_strided(&mut d[first..], s, g.stride);
                     }
                 }
             }

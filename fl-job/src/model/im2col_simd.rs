@@ -1,6 +1,6 @@
 //! im2col pieces in AVX-512. Maps of at most 16 pixels (ResNet-18's 4 × 4 stage): a channel
 //! plane fits one register, and each of the `k²` im2col rows it feeds is one masked permute
-//! of that register and one store. Stride-2 rows ([`gather_stride2`]): every other element
+//! of that register and one store. Stride-2 rows ([`copy_strided`], [`add_strided`]): every other element
 //! of two registers, one two-register permute per 16 outputs.
 //!
 //! Why: `conv_kernels::im2col` builds a row per (channel, tap) with a shifted copy and then
@@ -63,46 +63,51 @@ pub(super) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize
     true
 }
 
-/// `dst[i] = src[2·i]` for every `i` of `dst`, if the CPU has AVX-512; returns whether it did.
-pub(super) fn gather_stride2(dst: &mut [f32], src: &[f32]) -> bool {
+/// `dst[i] = src[i·stride]` for every `i` of `dst`: im2col's strided rows. Stride 2 on a CPU
+/// with AVX-512 takes the permute kernel; anything else the plain loop.
+pub(super) fn copy_strided(dst: &mut [f32], src: &[f32], stride: usize) {
     let n = dst.len();
-    if !available() {
-        return false;
+    if stride == 2 && available() {
+        assert!(
+            n == 0 || 2 * (n - 1) < src.len(),
+            "copy_strided: source too short"
+        );
+        // SAFETY: AVX-512 was checked; the kernel's masked loads read only
+        // `src[..src.len()]` and its masked stores write only `dst[..n]`.
+        #[cfg(target_arch = "x86_64")]
+        #[allow(unsafe_code)]
+        unsafe {
+            x86::gather_stride2(dst.as_mut_ptr(), n, src.as_ptr(), src.len());
+        }
+        return;
     }
-    assert!(
-        n == 0 || 2 * (n - 1) < src.len(),
-        "gather_stride2: source too short"
-    );
-    // SAFETY: AVX-512 was checked; the kernel's masked loads read only `src[..src.len()]`
-    // and its masked stores write only `dst[..n]`.
-    #[cfg(target_arch = "x86_64")]
-    #[allow(unsafe_code)]
-    unsafe {
-        x86::gather_stride2(dst.as_mut_ptr(), n, src.as_ptr(), src.len());
+    for (o, v) in dst.iter_mut().zip(src.iter().step_by(stride)) {
+        *o = *v;
     }
-    true
 }
 
-/// `dst[2·i] += src[i]` for every `i` of `src` (col2im's stride-2 rows), if the CPU has
-/// AVX-512; returns whether it did. Each element gets the one addition the scalar loop
-/// gives it and no other element is written, so the bits are the same.
-pub(super) fn scatter_add_stride2(dst: &mut [f32], src: &[f32]) -> bool {
+/// `dst[i·stride] += src[i]` for every `i` of `src`: col2im's strided rows, the same split
+/// as [`copy_strided`]. Each element gets the one addition the plain loop gives it and no
+/// other element is written, so the bits are the same either way.
+pub(super) fn add_strided(dst: &mut [f32], src: &[f32], stride: usize) {
     let n = src.len();
-    if !available() {
-        return false;
+    if stride == 2 && available() {
+        assert!(
+            n == 0 || 2 * (n - 1) < dst.len(),
+            "add_strided: destination too short"
+        );
+        // SAFETY: AVX-512 was checked; the kernel's masked loads and stores touch only
+        // `dst[..dst.len()]` and `src[..n]`.
+        #[cfg(target_arch = "x86_64")]
+        #[allow(unsafe_code)]
+        unsafe {
+            x86::scatter_add_stride2(dst.as_mut_ptr(), src.as_ptr(), n);
+        }
+        return;
     }
-    assert!(
-        n == 0 || 2 * (n - 1) < dst.len(),
-        "scatter_add_stride2: destination too short"
-    );
-    // SAFETY: AVX-512 was checked; the kernel's masked loads and stores touch only
-    // `dst[..dst.len()]` and `src[..n]`.
-    #[cfg(target_arch = "x86_64")]
-    #[allow(unsafe_code)]
-    unsafe {
-        x86::scatter_add_stride2(dst.as_mut_ptr(), src.as_ptr(), n);
+    for (o, v) in dst.iter_mut().step_by(stride).zip(src) {
+        *o += *v;
     }
-    true
 }
 
 /// The kernels are AVX-512; elsewhere `conv_kernels::im2col` does the work.
@@ -217,9 +222,6 @@ mod tests {
 
     #[test]
     fn adds_onto_every_other_element() {
-        if !available() {
-            return;
-        }
         for n in [0usize, 1, 7, 14, 16, 17, 40] {
             for extra in [0usize, 1, 5] {
                 let len = (2 * n).saturating_sub(1) + extra;
@@ -232,7 +234,7 @@ mod tests {
                 for (i, v) in src.iter().enumerate() {
                     want[2 * i] += v;
                 }
-                assert!(scatter_add_stride2(&mut dst[..len], &src));
+                add_strided(&mut dst[..len], &src, 2);
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&dst), bits(&want), "n {n} extra {extra}");
             }
@@ -241,16 +243,13 @@ mod tests {
 
     #[test]
     fn gathers_every_other_element() {
-        if !available() {
-            return;
-        }
         for n in [0usize, 1, 7, 14, 16, 17, 40] {
             for extra in [0usize, 1, 5] {
                 let src: Vec<f32> = (0..(2 * n).saturating_sub(1) + extra)
                     .map(|i| i as f32)
                     .collect();
                 let mut dst = vec![-1.0f32; n + 3];
-                assert!(gather_stride2(&mut dst[..n], &src));
+                copy_strided(&mut dst[..n], &src, 2);
                 let want: Vec<f32> = (0..n).map(|i| (2 * i) as f32).collect();
                 assert_eq!(&dst[..n], &want[..], "n {n} extra {extra}");
                 assert_eq!(&dst[n..], &[-1.0; 3], "wrote past n {n}");

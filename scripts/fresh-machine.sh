@@ -38,7 +38,7 @@ step "quick start: venn-lab run scripts/experiments/quick.toml"
 cargo run --release --bin venn-lab -- run scripts/experiments/quick.toml --out "$work/quick"
 # The summary records which data the run used: here, both copies built in.
 summary="$work/quick/summary.json"
-if [ "$(grep -c '"origin": "embedded"' "$summary")" != 2 ] || ! grep -q '"writers": 80,' "$summary"; then
+if [ "$(grep -c '"origin": "embedded"' "$summary")" != 2 ] || ! grep -q '"writers": 396,' "$summary"; then
     echo "fresh-machine: the quick start did not run on the built-in data:" >&2
     grep -A12 '"data"' "$summary" >&2
     exit 1

@@ -1,5 +1,6 @@
 //! The data this repository carries, built into every binary that links this crate:
-//! 80 FEMNIST writers (`data/femnist`, 2.7 MB) and the trace tables (`data/traces`,
+//! 80 FEMNIST writers, with the test parts of all 396 of the shared set's main writers as
+//! the evaluation pool (`data/femnist`, 3.9 MB), and the trace tables (`data/traces`,
 //! 108 KB). See the READMEs there for how they were chosen and how to cite them.
 //!
 //! Loaders read directories, so the bytes are used in place when the crate's source tree
@@ -20,16 +21,80 @@ const FEMNIST: &[(&str, &[u8])] = &[
         include_bytes!("../data/femnist/test/shard_00.json.gz"),
     ),
     (
+        "test/shard_01.json.gz",
+        include_bytes!("../data/femnist/test/shard_01.json.gz"),
+    ),
+    (
+        "test/shard_02.json.gz",
+        include_bytes!("../data/femnist/test/shard_02.json.gz"),
+    ),
+    (
+        "test/shard_03.json.gz",
+        include_bytes!("../data/femnist/test/shard_03.json.gz"),
+    ),
+    (
+        "test/shard_04.json.gz",
+        include_bytes!("../data/femnist/test/shard_04.json.gz"),
+    ),
+    (
         "test/shard_05.json.gz",
         include_bytes!("../data/femnist/test/shard_05.json.gz"),
+    ),
+    (
+        "test/shard_06.json.gz",
+        include_bytes!("../data/femnist/test/shard_06.json.gz"),
+    ),
+    (
+        "test/shard_07.json.gz",
+        include_bytes!("../data/femnist/test/shard_07.json.gz"),
+    ),
+    (
+        "test/shard_08.json.gz",
+        include_bytes!("../data/femnist/test/shard_08.json.gz"),
+    ),
+    (
+        "test/shard_09.json.gz",
+        include_bytes!("../data/femnist/test/shard_09.json.gz"),
     ),
     (
         "test/shard_10.json.gz",
         include_bytes!("../data/femnist/test/shard_10.json.gz"),
     ),
     (
+        "test/shard_11.json.gz",
+        include_bytes!("../data/femnist/test/shard_11.json.gz"),
+    ),
+    (
+        "test/shard_12.json.gz",
+        include_bytes!("../data/femnist/test/shard_12.json.gz"),
+    ),
+    (
+        "test/shard_13.json.gz",
+        include_bytes!("../data/femnist/test/shard_13.json.gz"),
+    ),
+    (
+        "test/shard_14.json.gz",
+        include_bytes!("../data/femnist/test/shard_14.json.gz"),
+    ),
+    (
         "test/shard_15.json.gz",
         include_bytes!("../data/femnist/test/shard_15.json.gz"),
+    ),
+    (
+        "test/shard_16.json.gz",
+        include_bytes!("../data/femnist/test/shard_16.json.gz"),
+    ),
+    (
+        "test/shard_17.json.gz",
+        include_bytes!("../data/femnist/test/shard_17.json.gz"),
+    ),
+    (
+        "test/shard_18.json.gz",
+        include_bytes!("../data/femnist/test/shard_18.json.gz"),
+    ),
+    (
+        "test/shard_19.json.gz",
+        include_bytes!("../data/femnist/test/shard_19.json.gz"),
     ),
     (
         "train/shard_00.json.gz",
@@ -207,7 +272,7 @@ mod tests {
                 stats.test_samples,
                 stats.classes
             ),
-            (80, 11_138, 1_278, 62)
+            (396, 11_138, 6_512, 62)
         );
         let marker = femnist.join("train/shard_00.json.gz");
         let before = std::fs::metadata(&marker).unwrap().modified().unwrap();

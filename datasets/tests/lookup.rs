@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The subset the repository carries (80 writers), used as a stand-in data set.
+/// The subset the repository carries (80 train writers, 396 test writers), a stand-in data set.
 fn carried() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/femnist")
 }
@@ -54,7 +54,7 @@ fn a_downloaded_set_in_the_user_data_dir_is_found_and_named() {
     );
     // $VENN_DATA comes before the downloaded set, and a flag before both.
     let out = stats(&[], &[("XDG_DATA_HOME", &home), ("VENN_DATA", &carried())]);
-    assert_eq!(writers(&out), 80);
+    assert_eq!(writers(&out), 396);
     assert!(stderr(&out).contains("(from $VENN_DATA)"));
     let flag = target.to_str().unwrap();
     let out = stats(&[flag], &[("VENN_DATA", &carried())]);
@@ -67,7 +67,7 @@ fn a_downloaded_set_in_the_user_data_dir_is_found_and_named() {
 fn the_older_variable_name_names_the_data_directory() {
     let data_dir = carried().parent().unwrap().to_path_buf();
     let out = stats(&[], &[("VENN_DATA_DIR", &data_dir)]);
-    assert_eq!(writers(&out), 80);
+    assert_eq!(writers(&out), 396);
 }
 
 #[test]

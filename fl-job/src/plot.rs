@@ -30,13 +30,47 @@ fn font_available() -> bool {
     })
 }
 
-/// One curve: a name and (minutes, accuracy %) points.
-#[derive(Debug, Clone)]
+/// One curve: a name and (minutes, accuracy %) points, with an optional band (a 95 %
+/// interval per point, drawn as a shaded area behind the curve).
+#[derive(Debug, Clone, Default)]
 pub struct Series {
     /// Legend text.
     pub name: String,
     /// (x, y) points.
     pub points: Vec<(f64, f64)>,
+    /// (x, low, high) of the band, in x order; empty for none. Points whose ends are not
+    /// finite are skipped (the band is drawn in pieces between them).
+    pub band: Vec<(f64, f64, f64)>,
+}
+
+impl Series {
+    /// A curve without a band.
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: name.into(),
+            points,
+            band: Vec::new(),
+        }
+    }
+
+    /// The same curve with `band` ((x, low, high) per point).
+    pub fn with_band(mut self, band: Vec<(f64, f64, f64)>) -> Self {
+        self.band = band;
+        self
+    }
+}
+
+/// The band's finite stretches as closed polygons (upper edge forward, lower edge back).
+fn band_polygons(band: &[(f64, f64, f64)]) -> Vec<Vec<(f64, f64)>> {
+    band.split(|&(x, lo, hi)| !(x.is_finite() && lo.is_finite() && hi.is_finite()))
+        .filter(|run| run.len() >= 2)
+        .map(|run| {
+            run.iter()
+                .map(|&(x, _, hi)| (x, hi))
+                .chain(run.iter().rev().map(|&(x, lo, _)| (x, lo)))
+                .collect()
+        })
+        .collect()
 }
 
 /// Draw test accuracy (%) against wall time (minutes) for `series` into `path`.
@@ -132,6 +166,7 @@ fn x_max(series: &[Series]) -> f64 {
     series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
+        .filter(|x| x.is_finite())
         .fold(1.0f64, f64::max)
 }
 
@@ -166,6 +201,13 @@ fn draw_panel(
     for (i, s) in panel.series.iter().enumerate() {
         let color = colors[i % colors.len()];
         let len = style.legend_line;
+        chart
+            .draw_series(
+                band_polygons(&s.band)
+                    .into_iter()
+                    .map(|poly| Polygon::new(poly, color.mix(0.15).filled())),
+            )
+            .map_err(|e| e.to_string())?;
         let line = chart
             .draw_series(LineSeries::new(
                 s.points.iter().copied(),
@@ -194,4 +236,30 @@ fn draw_panel(
             .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn band_is_cut_at_gaps_and_closed() {
+        let band = [
+            (0.0, 1.0, 3.0),
+            (1.0, 2.0, 4.0),
+            (2.0, f64::NAN, f64::NAN),
+            (3.0, 1.0, 2.0),
+            (4.0, 1.0, 2.0),
+            (5.0, 0.0, 1.0),
+        ];
+        let polys = band_polygons(&band);
+        assert_eq!(polys.len(), 2);
+        assert_eq!(
+            polys[0],
+            vec![(0.0, 3.0), (1.0, 4.0), (1.0, 2.0), (0.0, 1.0)]
+        );
+        assert_eq!(polys[1].len(), 6);
+        // A lone finite point has no area.
+        assert!(band_polygons(&[(0.0, 1.0, 2.0)]).is_empty());
+    }
 }

@@ -22,10 +22,11 @@ fn bench_measures_a_tiny_model() {
 #[test]
 fn accuracy_plot_is_a_png() {
     let path = std::env::temp_dir().join(format!("venn-plot-{}.png", std::process::id()));
-    let s = Series {
-        name: "test".into(),
-        points: vec![(0.5, 10.0), (1.0, 50.0), (2.0, 70.0)],
-    };
+    let s = Series::new("test", vec![(0.5, 10.0), (1.0, 50.0), (2.0, 70.0)]).with_band(vec![
+        (0.5, 8.0, 12.0),
+        (1.0, 47.0, 53.0),
+        (2.0, 68.0, 72.0),
+    ]);
     accuracy_png(&path, "title", &[s]).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");

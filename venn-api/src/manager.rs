@@ -127,6 +127,10 @@ pub struct RoundMetrics {
     /// Devices whose updates were aggregated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub participants: Option<u32>,
+    /// Test samples the accuracy was measured on (the job's fixed evaluation set), so
+    /// that readers can put a 95 % interval on it (`venn_core::stats::wilson`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_samples: Option<u32>,
 }
 
 /// `POST /v1/check-in`.

@@ -32,6 +32,8 @@
 //! - [`admission`]: posted-price admission of jobs with statements of work, LIFO eviction,
 //!   on one slot clock for every driver ([`admission::SlotClock`]: slot boundaries as a
 //!   timer, realised capacity, the trailing-window capacity forecast).
+//! - [`stats`]: Wilson intervals of accuracies, Student-t intervals over seeds, and the
+//!   time-to-accuracy rule ([`stats::TtaRule`]) every driver reports with.
 //! - [`optimal`]: an exact solver for small IRS instances (the yardstick) and a driver
 //!   that replays such an instance through any policy.
 //!
@@ -71,6 +73,7 @@ pub mod profile;
 pub mod restore;
 pub mod rng;
 pub mod rules;
+pub mod stats;
 pub mod supply;
 pub mod time;
 

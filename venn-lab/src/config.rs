@@ -48,6 +48,9 @@ fn default_max_minutes() -> f64 {
 fn one() -> usize {
     1
 }
+fn default_tta_consecutive() -> usize {
+    venn_core::stats::TtaRule::default().consecutive
+}
 
 /// Where device availability comes from.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -119,6 +122,11 @@ pub struct LabConfig {
     /// Accuracy thresholds reported as time-to-accuracy.
     #[serde(default)]
     pub tta_thresholds: Vec<f64>,
+    /// Evaluations in a row that must reach a threshold for the job to count as having
+    /// reached it (time-to-accuracy is the first of them; `venn_core::stats::TtaRule`).
+    /// 1 is the plain first-round rule, which one noisy round can fake.
+    #[serde(default = "default_tta_consecutive")]
+    pub tta_consecutive: usize,
     /// The devices.
     pub devices: DevicesConfig,
     /// Admission control in the manager (`[admission]`, the controller's settings; off
@@ -198,6 +206,27 @@ pub struct LabJob {
 }
 
 impl LabConfig {
+    /// The time-to-accuracy rule (`tta_consecutive` evaluations in a row).
+    pub fn tta_rule(&self) -> venn_core::stats::TtaRule {
+        venn_core::stats::TtaRule::new(self.tta_consecutive)
+    }
+
+    /// The same experiment with its randomness replaced for replicate `k` of a multi-seed
+    /// run: `k = 0` is the config as written; every other `k` derives the experiment's and
+    /// each job's seed from theirs and `k` (device availability, dispatch, initial
+    /// weights, local shuffles all change). The evaluation sets (`eval_seed`) stay, so
+    /// every replicate is measured on the same samples.
+    pub fn replicate(&self, k: u64) -> LabConfig {
+        let mut cfg = self.clone();
+        if k > 0 {
+            cfg.seed = venn_core::rng::derive_seed(self.seed, k);
+            for j in &mut cfg.jobs {
+                j.job.seed = venn_core::rng::derive_seed(j.job.seed, k);
+            }
+        }
+        cfg
+    }
+
     /// Reads and checks `path` (its policy must be a built-in one).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         Self::load_with(path, &PolicyRegistry::builtin())
@@ -235,6 +264,19 @@ impl LabConfig {
         };
         if cfg.jobs.is_empty() {
             return Err(bad("jobs".into(), "at least one job is needed".into()));
+        }
+        if cfg.tta_consecutive == 0 {
+            return Err(bad("tta_consecutive".into(), "must be at least 1".into()));
+        }
+        if let Some(a) = cfg
+            .tta_thresholds
+            .iter()
+            .find(|a| !(0.0..=1.0).contains(*a))
+        {
+            return Err(bad(
+                "tta_thresholds".into(),
+                format!("{a} is not an accuracy in [0, 1]"),
+            ));
         }
         if cfg.devices.count == 0 {
             return Err(bad("devices.count".into(), "must be at least 1".into()));

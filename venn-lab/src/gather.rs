@@ -275,18 +275,17 @@ fn write_csvs(out: &Path, outcomes: &[JobOutcome]) -> Result<(), GatherError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use venn_core::stats::TtaRule;
 
     fn row(time_s: f64, round: u32, accuracy: f64) -> RoundRow {
         RoundRow {
-            time_s,
-            round,
-            attempts: 1,
             accuracy,
             loss: 1.0,
             participants: 4,
             stragglers: 0,
             scheduling_delay_s: 0.5,
             response_collection_s: 1.0,
+            ..RoundRow::unevaluated(time_s, round, 1)
         }
     }
 
@@ -335,7 +334,7 @@ mod tests {
         assert!(o[0].finished && !o[1].finished);
         assert_eq!(o[1].error.as_deref(), Some("unfinished: time limit"));
         // Time-to-accuracy counts from each job's own arrival.
-        assert_eq!(o[1].time_to_accuracy(0.3), Some(5.0));
+        assert_eq!(o[1].time_to_accuracy(0.3, TtaRule::new(1)), Some(5.0));
         assert_eq!(span, 31.0);
     }
 }

@@ -23,6 +23,8 @@
 //!   (`venn-lab sim`): the engine's hooks, the device population from traces, and the
 //!   training pool.
 //! - [`compare`]: several policies' results side by side (table, CSV, a plot per job).
+//! - [`seeds`]: several seeds of that comparison: speed-ups and accuracies as means with
+//!   95 % intervals over seeds (`--seeds N`).
 //! - [`attack`]: hostile clients against a `venn-manager` process (`venn-lab attack`).
 //! - [`k8s`]: an experiment as Kubernetes objects (`venn-lab k8s`).
 //! - [`gather`]: an experiment that ran on other hosts, collected over HTTP into the same
@@ -37,12 +39,13 @@ pub mod load;
 pub mod manager;
 pub mod results;
 pub mod run;
+pub mod seeds;
 pub mod sim;
 
 pub use config::{
     AvailabilitySource, ConfigError, DevicesConfig, LabConfig, LabJob, VirtualConfig,
 };
 pub use manager::LocalManager;
-pub use results::{Clock, JobOutcome, LabResult, speedups};
+pub use results::{Clock, JobOutcome, LabResult};
 pub use run::{LabError, RunUi, run_experiment};
 pub use sim::run_virtual;

@@ -48,6 +48,11 @@ enum Command {
         /// Results folder (default: results/<name>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Run every policy under this many seeds (replicate 0 is the config's seeds; the
+        /// others derive theirs from it) and report speed-ups and accuracies as means
+        /// with 95 % intervals over seeds (summary.json, compare.txt, compare-seeds.png).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+        seeds: u64,
     },
     /// Run the experiment on the simulator's virtual clock with real training: thousands of
     /// trace-driven devices, accuracy against virtual time.
@@ -73,6 +78,13 @@ enum Command {
         /// experiment in a second before its training is paid for.
         #[arg(long)]
         schedule_only: bool,
+        /// Run every policy under this many seeds (replicate 0 is the config's seeds; the
+        /// others derive theirs from it: availability, dispatch, initial weights, local
+        /// shuffles) and report speed-ups and accuracies as means with 95 % intervals over
+        /// seeds (summary.json, compare.txt, compare-seeds.csv, compare-seeds.png); each
+        /// seed's runs go to <out>/seed-<k>/<policy>.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+        seeds: u64,
     },
     /// Emulated check-ins over loopback against a manager: throughput and latency.
     ///
@@ -221,37 +233,44 @@ async fn main() -> anyhow::Result<()> {
             config,
             policies,
             out,
+            seeds,
         } => {
             let cfg = LabConfig::load(&config)?;
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name));
             let data = load_data(&cfg)?;
-            let mut results = Vec::new();
-            for p in &policies {
-                eprintln!("== {p}");
-                let cfg = LabConfig {
-                    policy: cfg.policy.with_name(p),
-                    ..cfg.clone()
-                };
-                let r = lab::run_experiment(
-                    &cfg,
-                    &PolicyRegistry::builtin(),
-                    &out.join(p),
-                    data.clone(),
-                    Registry::with_builtins(),
-                    ctrl_c(),
-                    lab::RunUi::ATTENDED,
-                )
-                .await?;
-                print!("{}", r.table());
-                let cancelled = r.stopped_early.as_deref() == Some("cancelled");
-                results.push(r);
-                if cancelled {
-                    break;
+            let mut runs = Vec::new();
+            'seeds: for k in 0..seeds {
+                let seed_out = seed_dir(&out, seeds, k);
+                let mut results = Vec::new();
+                for p in &policies {
+                    eprintln!("== {p}{}", seed_label(seeds, k));
+                    let cfg = LabConfig {
+                        policy: cfg.policy.with_name(p),
+                        ..cfg.replicate(k)
+                    };
+                    let r = lab::run_experiment(
+                        &cfg,
+                        &PolicyRegistry::builtin(),
+                        &seed_out.join(p),
+                        data.clone(),
+                        Registry::with_builtins(),
+                        ctrl_c(),
+                        lab::RunUi::ATTENDED,
+                    )
+                    .await?;
+                    print!("{}", r.table());
+                    let cancelled = r.stopped_early.as_deref() == Some("cancelled");
+                    results.push(r);
+                    if cancelled {
+                        break 'seeds;
+                    }
                 }
+                if results.len() > 1 {
+                    print!("{}", lab::compare::write_comparison(&seed_out, &results)?);
+                }
+                runs.push(results);
             }
-            let text = lab::speedups(&results);
-            std::fs::write(out.join("compare.txt"), &text)?;
-            print!("{text}");
+            report_seeds(&out, seeds, &runs)?;
         }
         Command::Sim {
             config,
@@ -259,6 +278,7 @@ async fn main() -> anyhow::Result<()> {
             out,
             threads,
             schedule_only,
+            seeds,
         } => {
             let mut cfg = LabConfig::load(&config)?;
             if let Some(t) = threads {
@@ -280,35 +300,41 @@ async fn main() -> anyhow::Result<()> {
                 ctrl_c().await;
                 flag.store(true, std::sync::atomic::Ordering::SeqCst);
             });
-            let mut results = Vec::new();
-            for p in &policies {
-                eprintln!("== {p}");
-                let cfg = LabConfig {
-                    policy: cfg.policy.with_name(p),
-                    ..cfg.clone()
-                };
-                let dir = out.join(p);
-                let opts = lab::sim::VirtualOptions {
-                    policies: &PolicyRegistry::builtin(),
-                    tasks: &Registry::with_builtins(),
-                    data: data.clone(),
-                    traces: &traces,
-                    cancel: &cancel,
-                    progress: true,
-                    train: !schedule_only,
-                };
-                let r = tokio::task::block_in_place(|| lab::run_virtual(&cfg, &dir, opts))?;
-                print!("{}", r.table());
-                println!("results in {}", dir.display());
-                results.push(r);
-                if cancel.load(std::sync::atomic::Ordering::SeqCst) {
-                    break;
+            let mut runs = Vec::new();
+            'seeds: for k in 0..seeds {
+                let seed_out = seed_dir(&out, seeds, k);
+                let mut results = Vec::new();
+                for p in &policies {
+                    eprintln!("== {p}{}", seed_label(seeds, k));
+                    let cfg = LabConfig {
+                        policy: cfg.policy.with_name(p),
+                        ..cfg.replicate(k)
+                    };
+                    let dir = seed_out.join(p);
+                    let opts = lab::sim::VirtualOptions {
+                        policies: &PolicyRegistry::builtin(),
+                        tasks: &Registry::with_builtins(),
+                        data: data.clone(),
+                        traces: &traces,
+                        cancel: &cancel,
+                        progress: true,
+                        train: !schedule_only,
+                    };
+                    let r = tokio::task::block_in_place(|| lab::run_virtual(&cfg, &dir, opts))?;
+                    print!("{}", r.table());
+                    println!("results in {}", dir.display());
+                    results.push(r);
+                    if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                        break 'seeds;
+                    }
                 }
+                if results.len() > 1 {
+                    print!("{}", lab::compare::write_comparison(&seed_out, &results)?);
+                    println!("comparison in {}", seed_out.display());
+                }
+                runs.push(results);
             }
-            if results.len() > 1 {
-                print!("{}", lab::compare::write_comparison(&out, &results)?);
-                println!("comparison in {}", out.display());
-            }
+            report_seeds(&out, seeds, &runs)?;
         }
         Command::K8s {
             config,
@@ -439,6 +465,59 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&report)?);
         }
     }
+    Ok(())
+}
+
+/// Where replicate `k` of `seeds` writes: `out` itself for a single seed (the layout
+/// before `--seeds`), else `out/seed-<k>`.
+fn seed_dir(out: &std::path::Path, seeds: u64, k: u64) -> PathBuf {
+    if seeds == 1 {
+        out.to_path_buf()
+    } else {
+        out.join(format!("seed-{k}"))
+    }
+}
+
+fn seed_label(seeds: u64, k: u64) -> String {
+    if seeds == 1 {
+        String::new()
+    } else {
+        format!(" (seed {} of {seeds})", k + 1)
+    }
+}
+
+/// With several seeds, the summary over them (only complete seeds: a cancelled one would
+/// bias the means).
+fn report_seeds(
+    out: &std::path::Path,
+    seeds: u64,
+    runs: &[Vec<lab::LabResult>],
+) -> anyhow::Result<()> {
+    if seeds < 2 {
+        return Ok(());
+    }
+    let width = runs.first().map_or(0, Vec::len);
+    let complete: Vec<Vec<lab::LabResult>> = runs
+        .iter()
+        .filter(|r| {
+            r.len() == width
+                && r.iter()
+                    .all(|x| x.stopped_early.as_deref() != Some("cancelled"))
+        })
+        .cloned()
+        .collect();
+    if complete.is_empty() {
+        return Ok(());
+    }
+    if complete.len() < runs.len() {
+        eprintln!(
+            "summary over {} complete seed(s) of {} (a cancelled seed is left out)",
+            complete.len(),
+            runs.len()
+        );
+    }
+    print!("\n{}", lab::seeds::write_seeds(out, &complete)?);
+    println!("summary over seeds in {}", out.display());
     Ok(())
 }
 

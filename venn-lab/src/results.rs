@@ -9,6 +9,7 @@ use fl_job::runner::{JobReport, RoundRow};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
+use venn_core::stats::TtaRule;
 
 /// How one job went.
 #[derive(Debug, Clone, Serialize)]
@@ -77,12 +78,11 @@ impl JobOutcome {
     }
 
     /// Time-to-accuracy: seconds (on the run's [`Clock`]) from the job's arrival to the
-    /// first round that reached `acc`.
-    pub fn time_to_accuracy(&self, acc: f64) -> Option<f64> {
-        self.history
-            .iter()
-            .find(|r| r.accuracy >= acc)
-            .map(|r| r.time_s - self.arrival_s)
+    /// round at which it reached `acc` by `rule` (the first of `rule.consecutive`
+    /// evaluations in a row at or above it).
+    pub fn time_to_accuracy(&self, acc: f64, rule: TtaRule) -> Option<f64> {
+        rule.reached(self.history.iter().map(|r| (r.time_s, r.accuracy)), acc)
+            .map(|t| t - self.arrival_s)
     }
 }
 
@@ -156,6 +156,8 @@ pub struct LabResult {
     pub jobs_finished: usize,
     /// Per threshold: average time-to-accuracy over the jobs that reached it, and how many did.
     pub avg_tta_s: Vec<(f64, Option<f64>, usize)>,
+    /// The rule by which a job reaches a threshold.
+    pub tta_rule: TtaRule,
     /// Per-job outcomes.
     pub jobs: Vec<JobOutcome>,
     /// The data the run used.
@@ -182,11 +184,15 @@ impl LabResult {
     ) -> Self {
         jobs.sort_by(|a, b| a.name.cmp(&b.name));
         let jcts: Vec<f64> = jobs.iter().filter_map(|j| j.jct_s).collect();
+        let rule = cfg.tta_rule();
         let avg_tta_s = cfg
             .tta_thresholds
             .iter()
             .map(|&a| {
-                let t: Vec<f64> = jobs.iter().filter_map(|j| j.time_to_accuracy(a)).collect();
+                let t: Vec<f64> = jobs
+                    .iter()
+                    .filter_map(|j| j.time_to_accuracy(a, rule))
+                    .collect();
                 (a, mean(&t), t.len())
             })
             .collect();
@@ -198,6 +204,7 @@ impl LabResult {
             avg_jct_s: mean(&jcts),
             jobs_finished: jcts.len(),
             avg_tta_s,
+            tta_rule: rule,
             jobs,
             data: DataUsed::default(),
             devices,
@@ -251,7 +258,7 @@ impl LabResult {
                     .map_or("-".into(), |a| format!("{:.1}%", a * 100.0))
             );
             for (a, _, _) in &self.avg_tta_s {
-                let _ = write!(line, " {:>10}", f(j.time_to_accuracy(*a)));
+                let _ = write!(line, " {:>10}", f(j.time_to_accuracy(*a, self.tta_rule)));
             }
             let _ = writeln!(s, "{line}");
         }
@@ -291,7 +298,7 @@ impl LabResult {
                 f(j.final_accuracy)
             );
             for (a, _, _) in &self.avg_tta_s {
-                let _ = write!(tta, ",{}", f(j.time_to_accuracy(*a)));
+                let _ = write!(tta, ",{}", f(j.time_to_accuracy(*a, self.tta_rule)));
             }
             tta.push('\n');
         }
@@ -300,14 +307,7 @@ impl LabResult {
         let series: Vec<Series> = self
             .jobs
             .iter()
-            .map(|j| Series {
-                name: j.name.clone(),
-                points: j
-                    .history
-                    .iter()
-                    .map(|r| (r.time_s / unit, r.accuracy * 100.0))
-                    .collect(),
-            })
+            .map(|j| accuracy_series(&j.name, &j.history, unit))
             .collect();
         accuracy_png_with(
             &out.join("accuracy.png"),
@@ -319,46 +319,23 @@ impl LabResult {
     }
 }
 
-/// Speed-ups of each result's average JCT and TTA over the first result's.
-pub fn speedups(results: &[LabResult]) -> String {
-    let mut s = String::new();
-    let Some(base) = results.first() else {
-        return s;
-    };
-    let _ = writeln!(
-        s,
-        "{:<14} {:>10} {:>12}",
-        "policy", "avg JCT s", "JCT speed-up"
-    );
-    for r in results {
-        let sp = match (base.avg_jct_s, r.avg_jct_s) {
-            (Some(b), Some(x)) if x > 0.0 => format!("{:.2}x", b / x),
-            _ => "-".into(),
-        };
-        let _ = writeln!(
-            s,
-            "{:<14} {:>10} {:>12}",
-            r.policy,
-            r.avg_jct_s.map_or("-".into(), |v| format!("{v:.1}")),
-            sp
-        );
-    }
-    for (i, (a, _, _)) in base.avg_tta_s.iter().enumerate() {
-        let _ = writeln!(s, "time to {:.0}% accuracy:", a * 100.0);
-        for r in results {
-            let (t, n) = (r.avg_tta_s[i].1, r.avg_tta_s[i].2);
-            let sp = match (base.avg_tta_s[i].1, t) {
-                (Some(b), Some(x)) if x > 0.0 => format!("{:.2}x", b / x),
-                _ => "-".into(),
-            };
-            let _ = writeln!(
-                s,
-                "  {:<12} {:>10} ({n} jobs) {:>8}",
-                r.policy,
-                t.map_or("-".into(), |v| format!("{v:.1} s")),
-                sp
-            );
-        }
-    }
-    s
+/// A job's accuracy curve (x in `unit` seconds, y in %) with its rows' 95 % Wilson band.
+pub(crate) fn accuracy_series(name: &str, rows: &[RoundRow], unit: f64) -> Series {
+    Series::new(
+        name,
+        rows.iter()
+            .map(|r| (r.time_s / unit, r.accuracy * 100.0))
+            .collect(),
+    )
+    .with_band(
+        rows.iter()
+            .map(|r| {
+                (
+                    r.time_s / unit,
+                    r.accuracy_lo * 100.0,
+                    r.accuracy_hi * 100.0,
+                )
+            })
+            .collect(),
+    )
 }

@@ -3,7 +3,7 @@
 use crate::config::{AvailabilitySource, LabConfig};
 use crate::manager::LocalManager;
 use crate::results::{DataUsed, JobOutcome, LabResult};
-use datasets::{Femnist, Samples};
+use datasets::Femnist;
 use device_agent::agent::{Agent, AgentConfig, AgentStats, Shard};
 use device_agent::availability::{Availability, SessionOptions};
 use device_agent::population;
@@ -130,7 +130,7 @@ pub async fn run_experiment(
         let task = registry
             .build(&lj.job.task, &lj.job.params)
             .map_err(|e| setup(format!("job {}: {e}", lj.job.name)))?;
-        let test = Arc::new(held_out(&data, lj.job.eval_writers));
+        let test = Arc::new(data.eval_set(lj.job.eval_samples, lj.job.eval_seed));
         let opts = RunOptions {
             manager: base.clone(),
             listen: "127.0.0.1:0".parse().expect("literal"),
@@ -244,11 +244,4 @@ fn fresh_job_csv(out: &Path, name: &str) -> PathBuf {
     let p = job_csv(out, name);
     let _ = std::fs::remove_file(&p);
     p
-}
-
-/// Test samples of the last `n` main-set writers (held out from the jobs' metrics only in
-/// the sense that they are test samples; the devices train on train splits).
-pub(crate) fn held_out(data: &Femnist, n: usize) -> Samples {
-    let k = n.min(data.test.len());
-    Samples::from_writers(data.test[data.test.len() - k..].iter())
 }

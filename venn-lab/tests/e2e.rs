@@ -104,7 +104,7 @@ params = { lr = 0.1, epochs = 1 }
 rounds = 2
 target_participants = 4
 deadline_s = 30
-eval_writers = 5
+eval_samples = 100
 [[jobs]]
 name = "resnet"
 task = "resnet18-femnist"
@@ -113,7 +113,7 @@ arrival_s = 1
 rounds = 2
 target_participants = 4
 deadline_s = 30
-eval_writers = 5
+eval_samples = 100
 "#,
     )
     .await;
@@ -188,7 +188,7 @@ target_participants = 6
 overcommit = 1.6
 min_response_fraction = 0.8
 deadline_s = 8
-eval_writers = 5
+eval_samples = 100
 "#,
     )
     .await;
@@ -222,7 +222,7 @@ arrival_s = 2
 rounds = 2
 target_participants = 4
 deadline_s = 30
-eval_writers = 5
+eval_samples = 100
 statement = { value = [[0, 100.0], [7200, 0.0]], rounds = [[2, 1.0]], demand = 4, round_s = 1200 }
 [[jobs]]
 name = "cheap"
@@ -231,7 +231,7 @@ arrival_s = 2
 rounds = 2
 target_participants = 4
 deadline_s = 30
-eval_writers = 5
+eval_samples = 100
 statement = { value = [[3600, 0.000001]], rounds = [[2, 1.0]], demand = 4, round_s = 3600 }
 "#,
     )
@@ -378,7 +378,7 @@ task = "softmax-fedavgm"
 rounds = 1000
 target_participants = 4
 deadline_s = 30
-eval_writers = 5
+eval_samples = 100
 [[jobs]]
 name = "later"
 task = "softmax-fedavgm"
@@ -386,7 +386,7 @@ arrival_s = 600
 rounds = 2
 target_participants = 4
 deadline_s = 30
-eval_writers = 5
+eval_samples = 100
 "#;
     // Cancel once the long job has written two rounds.
     let (r, out) = run_lab_until("stopped", toml, |out| {
@@ -492,7 +492,7 @@ params = { lr = 0.1, epochs = 1 }
 rounds = 2
 target_participants = 4
 deadline_s = 30
-eval_writers = 5
+eval_samples = 100
 "#;
     let cfg = LabConfig::parse(toml, Path::new("broken.toml")).unwrap();
     let out = out_dir("broken-aggregate");

@@ -267,15 +267,13 @@ async fn results_are_served_and_a_read_after_the_end_counts_as_collected() {
     r.shared.update_results(|res| {
         res.state = JobState::Running;
         res.rounds.push(RoundRow {
-            time_s: 3.0,
-            round: 0,
-            attempts: 1,
             accuracy: 0.25,
             loss: 2.0,
             participants: 2,
             stragglers: 0,
             scheduling_delay_s: 0.1,
             response_collection_s: 0.2,
+            ..RoundRow::unevaluated(3.0, 0, 1)
         });
     });
     let running = get().await;

@@ -169,7 +169,7 @@ params = { width = 2, train = { max_steps = 2, batch_size = 10 } }
 rounds = 3
 target_participants = 3
 deadline_s = 40
-eval_writers = 5
+eval_samples = 100
 [[jobs]]
 name = "beta"
 task = "resnet18-femnist"
@@ -177,7 +177,7 @@ params = { width = 2, train = { max_steps = 2, batch_size = 10 } }
 rounds = 3
 target_participants = 3
 deadline_s = 40
-eval_writers = 5
+eval_samples = 100
 seed = 11
 "#;
 

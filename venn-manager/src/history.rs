@@ -316,6 +316,7 @@ mod tests {
             accuracy: Some(0.25),
             loss: Some(2.0),
             participants: Some(3),
+            eval_samples: None,
         };
         h.round_metrics(3, 0, 0, 20.0, m);
         let j = h.job(3).unwrap();

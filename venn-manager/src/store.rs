@@ -686,6 +686,7 @@ impl Store {
                     accuracy: r.get(8)?,
                     loss: r.get(9)?,
                     participants: r.get(10)?,
+                    eval_samples: None,
                 },
             })
         })?;

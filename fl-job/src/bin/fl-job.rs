@@ -166,10 +166,7 @@ fn run_live(a: RunArgs) -> anyhow::Result<()> {
     let registry = fl_job::task::Registry::with_builtins();
     let t = registry.build(&cfg.task, &cfg.params)?;
     let femnist = Femnist::open(data.as_deref(), WriterSet::Main)?;
-    let k = cfg.eval_writers.min(femnist.test.len());
-    let test = std::sync::Arc::new(datasets::Samples::from_writers(
-        femnist.test[femnist.test.len() - k..].iter(),
-    ));
+    let test = std::sync::Arc::new(femnist.eval_set(cfg.eval_samples, cfg.eval_seed));
     let rt = tokio::runtime::Runtime::new()?;
     let opts = fl_job::runner::RunOptions {
         manager,
@@ -337,13 +334,13 @@ fn main() -> anyhow::Result<()> {
             if let Some(e) = csv_err {
                 return Err(e).context("writing curve.csv");
             }
-            let series = Series {
-                name: model.to_string(),
-                points: points
+            let series = Series::new(
+                model.to_string(),
+                points
                     .iter()
                     .map(|p| (p.wall_s / 60.0, p.test_accuracy * 100.0))
                     .collect(),
-            };
+            );
             let title = format!("FEMNIST centralized, {model}");
             accuracy_png(&out.join("curve.png"), &title, &[series])?;
             std::fs::write(out.join("weights.bin"), weights::to_bytes(model, &trained)?)?;

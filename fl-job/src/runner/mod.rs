@@ -321,12 +321,7 @@ async fn rounds_loop(
         let eval = tokio::task::spawn_blocking(move || t.evaluate(&new_global, te.view()))
             .await
             .map_err(|e| FlError::Config(e.to_string()))??;
-        let row = RoundRow {
-            time_s: opts.t0.elapsed().as_secs_f64(),
-            round: r,
-            attempts,
-            accuracy: eval.accuracy,
-            loss: eval.loss,
+        let mut row = RoundRow {
             participants: participants as u32,
             stragglers: status.assigned.saturating_sub(participants as u32),
             scheduling_delay_s: status.scheduling_delay_s,
@@ -334,7 +329,9 @@ async fn rounds_loop(
                 (Some(f), Some(c)) => (c - f).max(0.0),
                 _ => 0.0,
             },
+            ..RoundRow::unevaluated(opts.t0.elapsed().as_secs_f64(), r, attempts)
         };
+        row.set_eval(&eval);
         tracing::info!(
             job = api.job_id,
             round = r,
@@ -349,6 +346,7 @@ async fn rounds_loop(
             accuracy: Some(eval.accuracy).filter(|a| a.is_finite()),
             loss: Some(eval.loss).filter(|l| l.is_finite() && *l >= 0.0),
             participants: Some(row.participants),
+            eval_samples: Some(row.eval_samples).filter(|n| *n > 0),
         };
         if let Err(e) = api
             .close_round_with(status.round, RoundOutcome::Success, Some(metrics))

@@ -3,6 +3,7 @@
 //! another host.
 
 use crate::error::FlError;
+use crate::eval::EvalStats;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -18,10 +19,20 @@ pub struct RoundRow {
     pub round: u32,
     /// Attempts it took (aborts + 1).
     pub attempts: u32,
-    /// Test accuracy after aggregation.
+    /// Test accuracy after aggregation (NaN until evaluated).
     pub accuracy: f64,
     /// Test loss after aggregation.
     pub loss: f64,
+    /// Samples the accuracy was measured on (the job's fixed evaluation set); 0 when
+    /// unknown (rows from before it was recorded).
+    #[serde(default)]
+    pub eval_samples: u32,
+    /// Lower end of the accuracy's 95 % Wilson interval over those samples.
+    #[serde(default = "nan")]
+    pub accuracy_lo: f64,
+    /// Upper end of the accuracy's 95 % Wilson interval.
+    #[serde(default = "nan")]
+    pub accuracy_hi: f64,
     /// Updates aggregated.
     pub participants: u32,
     /// Devices assigned whose update was not used.
@@ -30,6 +41,42 @@ pub struct RoundRow {
     pub scheduling_delay_s: f64,
     /// Last assignment to close, seconds.
     pub response_collection_s: f64,
+}
+
+fn nan() -> f64 {
+    f64::NAN
+}
+
+impl RoundRow {
+    /// A row scheduled but not yet evaluated (accuracy, loss and interval NaN).
+    pub fn unevaluated(time_s: f64, round: u32, attempts: u32) -> Self {
+        RoundRow {
+            time_s,
+            round,
+            attempts,
+            accuracy: f64::NAN,
+            loss: f64::NAN,
+            eval_samples: 0,
+            accuracy_lo: f64::NAN,
+            accuracy_hi: f64::NAN,
+            participants: 0,
+            stragglers: 0,
+            scheduling_delay_s: f64::NAN,
+            response_collection_s: f64::NAN,
+        }
+    }
+
+    /// Fills in an evaluation: accuracy, loss, the sample count and the accuracy's 95 %
+    /// Wilson interval.
+    pub fn set_eval(&mut self, stats: &EvalStats) {
+        self.accuracy = stats.accuracy;
+        self.loss = stats.loss;
+        self.eval_samples = u32::try_from(stats.samples).unwrap_or(u32::MAX);
+        let (lo, hi) = venn_core::stats::wilson(stats.accuracy, stats.samples as u64)
+            .map_or((f64::NAN, f64::NAN), |i| (i.lo, i.hi));
+        self.accuracy_lo = lo;
+        self.accuracy_hi = hi;
+    }
 }
 
 /// A job's run.

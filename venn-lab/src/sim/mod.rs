@@ -39,7 +39,7 @@ use venn_sim::engine::{AfterClose, RoundClose, SimError, SimHooks, TaskResult};
 
 use crate::config::LabConfig;
 use crate::results::{Clock, DataUsed, JobOutcome, LabResult};
-use crate::run::{LabError, held_out, job_csv};
+use crate::run::{LabError, job_csv};
 use training::{RoundWork, TrainJob, Trainer};
 
 /// What the virtual-clock run adds to a [`LabResult`].
@@ -120,15 +120,11 @@ impl SimHooks for LabHooks<'_> {
         }
         let round = c.rounds_done - 1;
         let row = RoundRow {
-            time_s: c.time_s - self.start_s,
-            round,
-            attempts: self.attempts[j],
-            accuracy: f64::NAN,
-            loss: f64::NAN,
             participants: participants.len() as u32,
             stragglers: c.record.assigned.saturating_sub(participants.len() as u32),
             scheduling_delay_s: c.record.scheduling_delay(),
             response_collection_s: c.record.response_collection(),
+            ..RoundRow::unevaluated(c.time_s - self.start_s, round, self.attempts[j])
         };
         self.attempts[j] = 1;
         self.rows[j].push(row.clone());
@@ -217,7 +213,7 @@ pub fn run_virtual(
         jobs.push(TrainJob {
             task,
             seed: lj.job.seed,
-            test: held_out(&data, lj.job.eval_writers),
+            test: data.eval_set(lj.job.eval_samples, lj.job.eval_seed),
         });
     }
     let data_used = DataUsed::new(&data, Some(traces));

@@ -440,8 +440,7 @@ fn evaluate(shared: &Arc<Shared>, job: usize, k: usize, weights: &[u8]) {
     c.out.eval_s += secs;
     match r {
         Ok(st) => {
-            c.rows[k].accuracy = st.accuracy;
-            c.rows[k].loss = st.loss;
+            c.rows[k].set_eval(&st);
             c.evaluated[k] = true;
         }
         Err(e) => {

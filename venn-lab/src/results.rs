@@ -240,8 +240,8 @@ impl LabResult {
             .unwrap_or(0)
             .max(20);
         let mut head = format!(
-            "{:<w$} {:>8} {:>7} {:>9}",
-            "job", "JCT s", "rounds", "final acc"
+            "{:<w$} {:>8} {:>7} {:>9} {:>7}",
+            "job", "JCT s", "rounds", "final acc", "last 3"
         );
         for (a, _, _) in &self.avg_tta_s {
             let _ = write!(head, " {:>10}", format!("TTA {:.0}%", a * 100.0));
@@ -249,13 +249,14 @@ impl LabResult {
         let _ = writeln!(s, "{head}");
         let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
         for j in &self.jobs {
+            let pct = |a: Option<f64>| a.map_or("-".into(), |a| format!("{:.1}%", a * 100.0));
             let mut line = format!(
-                "{:<w$} {:>8} {:>7} {:>9}",
+                "{:<w$} {:>8} {:>7} {:>9} {:>7}",
                 j.name,
                 f(j.jct_s),
                 j.rounds,
-                j.final_accuracy
-                    .map_or("-".into(), |a| format!("{:.1}%", a * 100.0))
+                pct(j.final_accuracy),
+                pct(crate::compare::tail_accuracy(j)),
             );
             for (a, _, _) in &self.avg_tta_s {
                 let _ = write!(line, " {:>10}", f(j.time_to_accuracy(*a, self.tta_rule)));
@@ -263,9 +264,10 @@ impl LabResult {
             let _ = writeln!(s, "{line}");
         }
         let mut line = format!(
-            "{:<w$} {:>8} {:>7} {:>9}",
+            "{:<w$} {:>8} {:>7} {:>9} {:>7}",
             "average",
             f(self.avg_jct_s),
+            "",
             "",
             ""
         );
@@ -282,7 +284,7 @@ impl LabResult {
             out.join("summary.json"),
             serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?,
         )?;
-        let mut tta = String::from("job,jct_s,rounds,final_accuracy");
+        let mut tta = String::from("job,jct_s,rounds,final_accuracy,tail_accuracy");
         for (a, _, _) in &self.avg_tta_s {
             let _ = write!(tta, ",tta_{:.0}_s", a * 100.0);
         }
@@ -291,11 +293,12 @@ impl LabResult {
         for j in &self.jobs {
             let _ = write!(
                 tta,
-                "{},{},{},{}",
+                "{},{},{},{},{}",
                 j.name,
                 f(j.jct_s),
                 j.rounds,
-                f(j.final_accuracy)
+                f(j.final_accuracy),
+                f(crate::compare::tail_accuracy(j))
             );
             for (a, _, _) in &self.avg_tta_s {
                 let _ = write!(tta, ",{}", f(j.time_to_accuracy(*a, self.tta_rule)));

@@ -82,6 +82,7 @@ impl Estimate {
     /// interval; otherwise faster/slower when the interval excludes 1.0.
     pub fn verdict(&self) -> &'static str {
         match (self.lo, self.hi) {
+            _ if self.n == 0 => "no data",
             _ if self.n < 2 => "one seed: no interval",
             (Some(lo), _) if lo > 1.0 => "faster",
             (_, Some(hi)) if hi < 1.0 => "slower",

@@ -34,6 +34,15 @@ pub struct AccuracyPoint {
     pub round: u32,
     /// Test accuracy in [0, 1].
     pub accuracy: f64,
+    /// Samples it was measured on, when the job said.
+    pub eval_samples: Option<u32>,
+}
+
+impl AccuracyPoint {
+    /// The accuracy's 95 % Wilson interval, when the sample count is known.
+    pub fn interval(&self) -> Option<venn_core::stats::Interval> {
+        venn_core::stats::wilson(self.accuracy, u64::from(self.eval_samples?))
+    }
 }
 
 /// A job as the page remembers it.
@@ -262,6 +271,7 @@ fn apply_metrics(j: &mut JobRecord, round: u32, closed_at: f64, m: RoundMetrics)
             at: closed_at,
             round,
             accuracy: a,
+            eval_samples: m.eval_samples,
         });
     }
 }
@@ -316,16 +326,19 @@ mod tests {
             accuracy: Some(0.25),
             loss: Some(2.0),
             participants: Some(3),
-            eval_samples: None,
+            eval_samples: Some(2000),
         };
         h.round_metrics(3, 0, 0, 20.0, m);
         let j = h.job(3).unwrap();
+        let i = j.points[0].interval().unwrap();
+        assert!(i.lo < 0.25 && 0.25 < i.hi && i.hi - i.lo < 0.04, "{i:?}");
         assert_eq!(
             j.points,
             vec![AccuracyPoint {
                 at: 20.0,
                 round: 0,
-                accuracy: 0.25
+                accuracy: 0.25,
+                eval_samples: Some(2000),
             }]
         );
         assert_eq!(h.recent_rounds().last().unwrap().metrics, m);

@@ -32,7 +32,7 @@ use venn_core::{JobSpec, RoundOutcome, RoundRequest, Time};
 /// Schema version written to `meta` (2: `admissions`; 3: `admission_slots`; 4: tokens
 /// kept as digests; 5: `round_metrics` and `supply_minutes`, for the status page, and
 /// `job_credentials`, for the per-credential quota).
-const SCHEMA_VERSION: &str = "5";
+const SCHEMA_VERSION: &str = "6";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,13 +62,26 @@ CREATE TABLE IF NOT EXISTS admission_slots(
   judged INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS round_metrics(
   job_id INTEGER NOT NULL, round INTEGER NOT NULL, attempt INTEGER NOT NULL,
-  accuracy REAL, loss REAL, participants INTEGER,
+  accuracy REAL, loss REAL, participants INTEGER, eval_samples INTEGER,
   PRIMARY KEY(job_id, round, attempt));
 CREATE TABLE IF NOT EXISTS supply_minutes(
   minute INTEGER PRIMARY KEY, check_ins INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS job_credentials(
   job_id INTEGER PRIMARY KEY, credential TEXT NOT NULL);
 ";
+
+/// Schema 6 added `round_metrics.eval_samples` (the size of the set each accuracy was
+/// measured on, for its interval); a database from before gets the column, empty for its
+/// old rows.
+fn add_eval_samples_column(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn
+        .prepare("SELECT 1 FROM pragma_table_info('round_metrics') WHERE name = 'eval_samples'")?
+        .exists([])?;
+    if !has {
+        conn.execute_batch("ALTER TABLE round_metrics ADD COLUMN eval_samples INTEGER")?;
+    }
+    Ok(())
+}
 
 /// A job row.
 #[derive(Clone, Debug)]
@@ -391,6 +404,7 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
+        add_eval_samples_column(&conn)?;
         hash_stored_tokens(&conn)?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES('schema_version', ?1)
@@ -595,9 +609,9 @@ impl Store {
         m: &RoundMetrics,
     ) -> rusqlite::Result<()> {
         self.conn.execute(
-            "INSERT OR REPLACE INTO round_metrics(job_id, round, attempt, accuracy, loss, participants)
-             VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-            params![job as i64, round, attempt, m.accuracy, m.loss, m.participants],
+            "INSERT OR REPLACE INTO round_metrics(job_id, round, attempt, accuracy, loss, participants, eval_samples)
+             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![job as i64, round, attempt, m.accuracy, m.loss, m.participants, m.eval_samples],
         )?;
         Ok(())
     }
@@ -666,7 +680,7 @@ impl Store {
         };
         let mut st = self.conn.prepare(
             "SELECT r.job_id, r.round, r.attempt, r.demand, r.submitted_at, r.fulfilled_at,
-                    r.closed_at, r.outcome, m.accuracy, m.loss, m.participants
+                    r.closed_at, r.outcome, m.accuracy, m.loss, m.participants, m.eval_samples
              FROM rounds r LEFT JOIN round_metrics m
                ON (m.job_id, m.round, m.attempt) = (r.job_id, r.round, r.attempt)
              WHERE r.job_id >= ?1 AND r.outcome IS NOT NULL
@@ -686,7 +700,7 @@ impl Store {
                     accuracy: r.get(8)?,
                     loss: r.get(9)?,
                     participants: r.get(10)?,
-                    eval_samples: None,
+                    eval_samples: r.get(11)?,
                 },
             })
         })?;
@@ -829,5 +843,51 @@ impl Store {
             snap.credentials.insert(id, c);
         }
         Ok(snap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_from_before_eval_samples_gets_the_column() {
+        let dir = std::env::temp_dir().join(format!("venn-store-mig-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.db");
+        {
+            // Schema 5's table, with a row reported before the column existed.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE round_metrics(
+                   job_id INTEGER NOT NULL, round INTEGER NOT NULL, attempt INTEGER NOT NULL,
+                   accuracy REAL, loss REAL, participants INTEGER,
+                   PRIMARY KEY(job_id, round, attempt));
+                 INSERT INTO round_metrics VALUES(1, 0, 0, 0.5, 1.0, 3);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let m = RoundMetrics {
+            accuracy: Some(0.6),
+            loss: Some(0.9),
+            participants: Some(4),
+            eval_samples: Some(2000),
+        };
+        store.put_round_metrics(1, 1, 0, &m).unwrap();
+        let rows: Vec<(u32, Option<u32>)> = store
+            .conn
+            .prepare("SELECT round, eval_samples FROM round_metrics ORDER BY round")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, vec![(0, None), (1, Some(2000))]);
+        assert_eq!(store.meta("schema_version").unwrap().as_deref(), Some("6"));
+        drop(store);
+        // Opening it again leaves the column alone.
+        Store::open(&path).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

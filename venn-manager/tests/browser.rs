@@ -100,7 +100,7 @@ fn round(m: &Manager, clock: &Clock, job: &Job, device0: u64, accuracy: f64) {
         accuracy: Some(accuracy),
         loss: Some(2.0 - accuracy),
         participants: Some(2),
-        eval_samples: None,
+        eval_samples: Some(2000),
     };
     m.close_round(job.id, t, sub.round, RoundOutcome::Success, Some(metrics))
         .unwrap();

@@ -149,7 +149,7 @@ impl Manager {
 }
 
 /// Accuracy in [0, 1], loss finite and not negative, participants at most a round's
-/// largest demand.
+/// largest demand, a positive evaluation sample count.
 fn check_metrics(m: &RoundMetrics) -> Result<(), ServiceError> {
     if m.accuracy.is_some_and(|a| !(0.0..=1.0).contains(&a)) {
         return Err(ServiceError::field(
@@ -167,6 +167,12 @@ fn check_metrics(m: &RoundMetrics) -> Result<(), ServiceError> {
         return Err(ServiceError::field(
             "metrics.participants",
             format!("at most {}", limits::MAX_DEMAND),
+        ));
+    }
+    if m.eval_samples == Some(0) {
+        return Err(ServiceError::field(
+            "metrics.eval_samples",
+            "must be at least 1 (omit it when unknown)",
         ));
     }
     Ok(())

@@ -18,6 +18,9 @@ pub struct Series {
     pub name: String,
     /// (x, y) points, by x.
     pub points: Vec<(f64, f64)>,
+    /// (x, low, high) of a shaded band behind the line (a 95 % interval per point), by
+    /// x; empty for none.
+    pub band: Vec<(f64, f64, f64)>,
 }
 
 /// A chart: its series, the y range (`None`: from 0 to the data's maximum), and how
@@ -128,6 +131,11 @@ impl LineChart<'_> {
                             @let (first, last) = (s.points[0].0, s.points[s.points.len() - 1].0);
                             polygon class="area" fill=(colour) points=(format!("{},{} {} {},{}", f1(px(first)), f1(py(y0)), pts, f1(px(last)), f1(py(y0)))) {}
                         }
+                        @if s.band.len() > 1 {
+                            @let upper = s.band.iter().map(|(x, _, hi)| format!("{},{}", f1(px(*x)), f1(py(*hi))));
+                            @let lower = s.band.iter().rev().map(|(x, lo, _)| format!("{},{}", f1(px(*x)), f1(py(*lo))));
+                            polygon class="band" fill=(colour) fill-opacity="0.15" stroke="none" points=(upper.chain(lower).collect::<Vec<_>>().join(" ")) {}
+                        }
                         polyline fill="none" stroke=(colour) stroke-width="2" points=(pts) {}
                         @if let Some((x, y)) = s.points.last() {
                             circle cx=(f1(px(*x))) cy=(f1(py(*y))) r="3" fill=(colour) {}
@@ -172,10 +180,12 @@ mod tests {
                 Series {
                     name: "<script>".into(),
                     points: vec![(0.0, 0.1), (1.0, 0.5)],
+                    band: vec![(0.0, 0.05, 0.15), (1.0, 0.45, 0.55)],
                 },
                 Series {
                     name: "b".into(),
                     points: vec![(0.5, 0.2)],
+                    band: Vec::new(),
                 },
             ],
             x_range: None,
@@ -191,6 +201,8 @@ mod tests {
         assert!(!c.contains("<script>"), "{c}");
         assert!(c.contains("&lt;script&gt;"));
         assert_eq!(c.matches("<polyline").count(), 2);
+        // The first series' interval is one shaded band; the second has none.
+        assert_eq!(c.matches("class=\"band\"").count(), 1);
         assert!(c.contains("class=\"legend\""));
     }
 }

@@ -141,7 +141,7 @@ pub fn live(d: &PageData) -> Markup {
                                     td { @match r.outcome { RoundOutcome::Success => span class="ok" { "success" }, RoundOutcome::Abort => span class="bad" { "abort" } } }
                                     td class="num" { (duration(fulfilled - r.submitted_at)) }
                                     td class="num" { (duration(r.closed_at - fulfilled)) }
-                                    td class="num" { (opt_pct(r.metrics.accuracy)) }
+                                    td class="num" { (pct_interval(r.metrics.accuracy, r.metrics.eval_samples)) }
                                     td class="num" { @match r.metrics.participants { Some(p) => (p), None => "—" } }
                                 }
                             }
@@ -201,7 +201,7 @@ fn jobs_table(d: &PageData) -> Markup {
                         }
                         td class="num" { (opt_duration(j.scheduling_delay_s)) }
                         td class="num" { (opt_duration(j.collection_s)) }
-                        td class="num" { (opt_pct(j.metrics.and_then(|m| m.accuracy))) }
+                        td class="num" { (pct_interval(j.metrics.and_then(|m| m.accuracy), j.metrics.and_then(|m| m.eval_samples))) }
                         @if admission {
                             td {
                                 @match j.plan {
@@ -240,6 +240,15 @@ fn accuracy_chart(d: &PageData) -> Markup {
                 .points
                 .iter()
                 .map(|p| (unit.of(p.at - t0), p.accuracy * 100.0))
+                .collect(),
+            // The band covers the points whose sample count the job reported.
+            band: j
+                .points
+                .iter()
+                .filter_map(|p| {
+                    let i = p.interval()?;
+                    Some((unit.of(p.at - t0), i.lo * 100.0, i.hi * 100.0))
+                })
                 .collect(),
         })
         .collect();
@@ -298,6 +307,7 @@ fn supply_chart(d: &PageData) -> Markup {
     let span_s = (((now_min - first) as f64) * 60.0).clamp(600.0, 86_400.0);
     let unit = TimeUnit::for_span(span_s);
     let series = vec![Series {
+        band: Vec::new(),
         name: "check-ins per minute".into(),
         points: minutes
             .iter()
@@ -380,6 +390,18 @@ fn opt_duration(s: Option<f64>) -> String {
 
 fn opt_pct(a: Option<f64>) -> String {
     a.map_or_else(|| "—".into(), |a| format!("{:.1} %", a * 100.0))
+}
+
+/// An accuracy with the half width of its 95 % Wilson interval when the job said how
+/// many samples it measured it on ("61.2 % ± 2.1").
+fn pct_interval(a: Option<f64>, samples: Option<u32>) -> String {
+    match (
+        a,
+        samples.and_then(|n| venn_core::stats::wilson(a?, u64::from(n))),
+    ) {
+        (Some(a), Some(i)) => format!("{:.1} % ± {:.1}", a * 100.0, i.half_width() * 100.0),
+        _ => opt_pct(a),
+    }
 }
 
 #[cfg(test)]

@@ -173,7 +173,24 @@ pub struct FedAvgReport {
 
 /// The initial weights as named tensors, and the report. `on_round` sees each record as
 /// it is made (round 0 first).
+///
+/// The whole run executes on one thread of rayon's pool. BatchNorm's running statistics are
+/// Burn `RunningState`s, which keep one pending update per thread and average the pending
+/// values of all threads when read: local-training steps that land on different pool
+/// threads (as `train_local`'s steps do when called from outside the pool with 2 or more
+/// threads) lose or average updates, and the result depends on the thread schedule. Run from
+/// a pool thread, every step runs in place on it and the statistics are the exact moving
+/// average, the same at any thread count.
 pub fn run_fedavg(
+    data: &Femnist,
+    data_dir: &str,
+    cfg: &FedAvgConfig,
+    on_round: impl FnMut(&RoundRecord) + Send,
+) -> Result<(Vec<NamedTensor>, FedAvgReport), FlError> {
+    rayon::scope(|_| run_on_one_thread(data, data_dir, cfg, on_round))
+}
+
+fn run_on_one_thread(
     data: &Femnist,
     data_dir: &str,
     cfg: &FedAvgConfig,

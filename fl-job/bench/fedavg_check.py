@@ -72,7 +72,14 @@ def main():
     ap.add_argument("--work", default="results/fedavg-check", help="per-run files")
     ap.add_argument("--report", help="report path without extension "
                     "(default fl-job/bench/fedavg-check-<date>)")
+    ap.add_argument("--from-json", metavar="REPORT.json",
+                    help="re-render an earlier report's .md from its .json; runs nothing")
     a = ap.parse_args()
+    if a.from_json:
+        with open(a.from_json) as f:
+            out = summarise(json.load(f))
+        render(out, a.from_json[:-len(".json")] if a.from_json.endswith(".json") else a.from_json)
+        sys.exit(0 if out["pass"] else 1)
     if max(a.checkpoints) > a.rounds:
         sys.exit(f"fedavg_check: checkpoint {max(a.checkpoints)} is past --rounds {a.rounds}")
     date = datetime.date.today().isoformat()
@@ -104,16 +111,6 @@ def main():
                       "train_loss": [r["train_loss"] for r in theirs["rounds"]]},
         })
 
-    rounds = list(range(a.rounds + 1))
-    mean_ours = [mean([r["ours"]["accuracy"][k] for r in runs]) * 100 for k in rounds]
-    mean_torch = [mean([r["torch"]["accuracy"][k] for r in runs]) * 100 for k in rounds]
-    checks = []
-    for k in a.checkpoints:
-        diff = mean_ours[k] - mean_torch[k]
-        checks.append({"round": k, "ours": mean_ours[k], "torch": mean_torch[k], "diff": diff,
-                       "pass": abs(diff) <= a.tolerance})
-    passed = all(c["pass"] for c in checks)
-
     with open(os.path.join(a.work, "seed%d" % a.seeds[0], "fedavg.json")) as f:
         first = json.load(f)
     setup = {
@@ -124,51 +121,96 @@ def main():
         "train_writers": first["train_writers"], "torch_init": a.init, "threads": a.threads,
         "torch": fedavg_torch.torch.__version__, "python": platform.python_version(),
         "cpu": platform.processor() or platform.machine(), "tolerance_points": a.tolerance,
+        "checkpoints": a.checkpoints,
     }
-    out = {"schema": 1, "setup": setup, "checks": checks, "pass": passed,
-           "mean_accuracy": {"ours": mean_ours, "torch": mean_torch}, "runs": runs}
+    out = summarise({"schema": 1, "setup": setup, "runs": runs})
     with open(report + ".json", "w") as f:
         json.dump(out, f, indent=1)
+    render(out, report)
+    sys.exit(0 if out["pass"] else 1)
+
+
+def summarise(out):
+    """Adds the means over seeds and the checkpoint verdicts to a report's setup and runs."""
+    setup, runs = out["setup"], out["runs"]
+    rounds = list(range(setup["rounds"] + 1))
+
+    def per_round(side, key):
+        return [mean([r[side][key][k] for r in runs]) for k in rounds]
+
+    mean_ours = [v * 100 for v in per_round("ours", "accuracy")]
+    mean_torch = [v * 100 for v in per_round("torch", "accuracy")]
+    checks = []
+    for k in setup.setdefault("checkpoints", [5, 10, 20]):
+        diff = mean_ours[k] - mean_torch[k]
+        checks.append({"round": k, "ours": mean_ours[k], "torch": mean_torch[k], "diff": diff,
+                       "pass": abs(diff) <= setup["tolerance_points"]})
+    out.update({
+        "checks": checks, "pass": all(c["pass"] for c in checks),
+        "mean_accuracy": {"ours": mean_ours, "torch": mean_torch},
+        "mean_loss": {"ours": per_round("ours", "loss"), "torch": per_round("torch", "loss")},
+    })
+    return out
+
+
+def render(out, report):
+    """Writes `report`.md from a summarised report and prints it."""
+    setup, runs, checks = out["setup"], out["runs"], out["checks"]
+    mean_ours, mean_torch = out["mean_accuracy"]["ours"], out["mean_accuracy"]["torch"]
+    loss_ours, loss_torch = out["mean_loss"]["ours"], out["mean_loss"]["torch"]
+    seeds, last = setup["seeds"], setup["rounds"]
+    tail = list(range(max(1, last - 4), last + 1))
+
+    def spread(side, k):
+        xs = [r[side]["accuracy"][k] * 100 for r in runs]
+        return statistics.stdev(xs) if len(xs) > 1 else float("nan")
 
     def wall(side):
         return ", ".join(f"{r[side]['wall_s']:.0f}" for r in runs)
 
+    init = setup["torch_init"]
     lines = [
-        f"# FedAvg against PyTorch, {date}",
+        f"# FedAvg against PyTorch, {setup['date']}" + (", shared initial weights" if init == "ours" else ""),
         "",
-        f"`fl-job/bench/fedavg_check.py --init {a.init} --threads {a.threads}`: {a.model}, "
-        f"{a.rounds} rounds, {a.participants} participants per round, lr {a.lr}, momentum "
-        f"{a.momentum}, batch {a.batch}, {a.local_epochs} local epoch(s); seeds {a.seeds}; "
-        f"accuracy on {setup['eval_samples']} held-out test samples (the same for every run); "
+        f"`fl-job/bench/fedavg_check.py --init {init} --threads {setup['threads']}`: {setup['model']}, "
+        f"{last} rounds, {setup['participants']} participants per round, lr {setup['lr']}, momentum "
+        f"{setup['momentum']}, batch {setup['batch']}, {setup['local_epochs']} local epoch(s); seeds "
+        f"{seeds}; accuracy on {setup['eval_samples']} held-out test samples (the same for every run); "
         f"PyTorch {setup['torch']} starting from "
-        + ("its own seeded initialisation" if a.init == "torch" else "our initial weights")
+        + ("its own seeded initialisation" if init == "torch" else "our initial weights (init.f32)")
         + f". Data: {setup['data']} ({setup['train_writers']} train writers).",
         "",
-        f"Mean accuracy over {len(a.seeds)} seeds at the checkpoints (tolerance "
-        f"{a.tolerance} points): **{'PASS' if passed else 'FAIL'}**",
+        f"Mean accuracy over {len(seeds)} seeds at the checkpoints (tolerance "
+        f"{setup['tolerance_points']} points): **{'PASS' if out['pass'] else 'FAIL'}**",
         "",
-        "| round | ours % | PyTorch % | ours − PyTorch | verdict |",
-        "|---|---|---|---|---|",
+        "| round | ours % | PyTorch % | ours − PyTorch | seed-to-seed SD, ours / PyTorch | verdict |",
+        "|---|---|---|---|---|---|",
     ]
     for c in checks:
-        lines.append(f"| {c['round']} | {c['ours']:.2f} | {c['torch']:.2f} | {c['diff']:+.2f} | "
+        k = c["round"]
+        lines.append(f"| {k} | {c['ours']:.2f} | {c['torch']:.2f} | {c['diff']:+.2f} | "
+                     f"{spread('ours', k):.1f} / {spread('torch', k):.1f} | "
                      f"{'PASS' if c['pass'] else 'FAIL'} |")
-    lines += ["", "Every round (mean over seeds; per seed: ours / PyTorch):", "",
-              "| round | ours % | PyTorch % | diff | " + " | ".join(f"seed {s}" for s in a.seeds) + " |",
-              "|---" * (4 + len(a.seeds)) + "|"]
-    for k in rounds:
+    t_ours, t_torch = mean([mean_ours[k] for k in tail]), mean([mean_torch[k] for k in tail])
+    lines += ["", f"Mean over rounds {tail[0]}–{tail[-1]} (less noisy than one round): ours "
+              f"{t_ours:.2f} %, PyTorch {t_torch:.2f} % ({t_ours - t_torch:+.2f} points).",
+              "", "Every round (means over seeds; per seed: ours / PyTorch accuracy %):", "",
+              "| round | ours % | PyTorch % | diff | ours loss | PyTorch loss | "
+              + " | ".join(f"seed {s}" for s in seeds) + " |",
+              "|---" * (6 + len(seeds)) + "|"]
+    for k in range(last + 1):
         per = " | ".join(f"{r['ours']['accuracy'][k] * 100:.1f} / {r['torch']['accuracy'][k] * 100:.1f}"
                          for r in runs)
         lines.append(f"| {k} | {mean_ours[k]:.2f} | {mean_torch[k]:.2f} | "
-                     f"{mean_ours[k] - mean_torch[k]:+.2f} | {per} |")
-    lines += ["", f"Wall time per seed (s, {a.threads} threads each, run one after the other): "
-              f"ours {wall('ours')} (incl. loading the data); PyTorch {wall('torch')} "
-              f"(plus {mean([r['torch']['load_s'] for r in runs]):.0f} s loading JSON per seed).",
+                     f"{mean_ours[k] - mean_torch[k]:+.2f} | {loss_ours[k]:.3f} | {loss_torch[k]:.3f} | {per} |")
+    lines += ["", f"Wall time per seed (s, {setup['threads']} thread(s) each, one side after the other, "
+              f"on a shared 2-core machine): ours {wall('ours')} (fl-job process, incl. loading the data); "
+              f"PyTorch {wall('torch')} (plus {mean([r['torch']['load_s'] for r in runs]):.0f} s "
+              f"parsing the LEAF JSON per seed).",
               "", f"Raw numbers: `{os.path.basename(report)}.json`."]
     with open(report + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    sys.exit(0 if passed else 1)
 
 
 if __name__ == "__main__":

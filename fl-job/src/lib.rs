@@ -17,6 +17,7 @@ mod config;
 mod error;
 mod eval;
 mod fedavg;
+pub mod fedavg_run;
 pub mod model;
 pub mod plot;
 

@@ -97,6 +97,126 @@ enum Cmd {
     /// Run one FL job against a venn-manager: register, submit rounds, serve the plan and
     /// weights to assigned devices, aggregate, evaluate, append a CSV row per round.
     Run(RunArgs),
+    /// One FedAvg job without a scheduler: each round a seeded draw of train writers trains
+    /// locally, the updates are averaged (weighted by samples) and the result is scored on a
+    /// fixed held-out set. Writes fedavg.json (participants, seeds, evaluation set, curve),
+    /// fedavg.csv, init.f32 (the initial weights) for a PyTorch replay
+    /// (fl-job/bench/fedavg_torch.py).
+    Fedavg(FedavgArgs),
+}
+
+/// `fl-job fedavg`'s arguments.
+#[derive(clap::Args)]
+struct FedavgArgs {
+    /// The model, e.g. resnet18:4 or mobilenet_v2:0.25.
+    #[arg(long, default_value = "resnet18:4")]
+    model: ModelKind,
+    /// FedAvg rounds.
+    #[arg(long, default_value_t = 20)]
+    rounds: u32,
+    /// Train writers drawn per round (without replacement, by the seed).
+    #[arg(long, default_value_t = 10)]
+    participants: usize,
+    /// Learning rate.
+    #[arg(long, default_value_t = 0.05)]
+    lr: f64,
+    /// Momentum (no dampening, as PyTorch's SGD).
+    #[arg(long, default_value_t = 0.9)]
+    momentum: f64,
+    /// Weight decay.
+    #[arg(long, default_value_t = 0.0)]
+    weight_decay: f64,
+    /// Mini-batch size.
+    #[arg(long, default_value_t = 20)]
+    batch: usize,
+    /// Local epochs per round.
+    #[arg(long, default_value_t = 1)]
+    local_epochs: usize,
+    /// The run's seed: initial weights, participant draws, local shuffles.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Held-out test samples scored after every round (a fixed draw, the same for every
+    /// seed).
+    #[arg(long, default_value_t = 2000)]
+    eval_samples: usize,
+    /// Seed of the evaluation-set draw.
+    #[arg(long, default_value_t = 0)]
+    eval_seed: u64,
+    /// FEMNIST directory. Default: as for `centralized`.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Output directory for fedavg.json, fedavg.csv, init.f32 and init.json.
+    #[arg(long, default_value = "results/fedavg")]
+    out: PathBuf,
+}
+
+fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
+    use fl_job::fedavg_run::{FedAvgConfig, rounds_csv, run_fedavg, tensors_blob};
+    let femnist = Femnist::open(a.data.as_deref(), WriterSet::Main)?;
+    let data_dir = femnist
+        .source
+        .as_ref()
+        .map(|s| s.path.display().to_string())
+        .unwrap_or_default();
+    let cfg = FedAvgConfig {
+        model: a.model,
+        rounds: a.rounds,
+        participants: a.participants,
+        train: TrainConfig {
+            lr: a.lr,
+            momentum: a.momentum,
+            weight_decay: a.weight_decay,
+            batch_size: a.batch,
+            local_epochs: a.local_epochs,
+            ..Default::default()
+        },
+        seed: a.seed,
+        eval_samples: a.eval_samples,
+        eval_seed: a.eval_seed,
+        ..Default::default()
+    };
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let bar = ProgressBar::new(u64::from(cfg.rounds)).with_style(ProgressStyle::with_template(
+        "{bar:30} round {pos}/{len} [{elapsed}] {msg}",
+    )?);
+    let (initial, report) = run_fedavg(&femnist, &data_dir, &cfg, |r| {
+        tracing::info!(
+            round = r.round,
+            accuracy = format!("{:.4}", r.accuracy),
+            loss = format!("{:.4}", r.loss),
+            train_loss = format!("{:.4}", r.train_loss),
+            "round"
+        );
+        bar.set_position(u64::from(r.round));
+        bar.set_message(format!("acc {:.2} %", r.accuracy * 100.0));
+    })?;
+    bar.finish_and_clear();
+    let write = |name: &str, bytes: &[u8]| {
+        let path = a.out.join(name);
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))
+    };
+    let (blob, index) = tensors_blob(&initial);
+    write("init.f32", &blob)?;
+    write(
+        "init.json",
+        serde_json::to_string_pretty(&index)?.as_bytes(),
+    )?;
+    write(
+        "fedavg.json",
+        serde_json::to_string_pretty(&report)?.as_bytes(),
+    )?;
+    write("fedavg.csv", rounds_csv(&report).as_bytes())?;
+    let last = report.rounds.last().context("no round ran")?;
+    println!(
+        "{} seed {}: round {} accuracy {:.2} % in {:.1} s; {}",
+        cfg.model,
+        cfg.seed,
+        last.round,
+        last.accuracy * 100.0,
+        report.wall_s,
+        a.out.join("fedavg.json").display()
+    );
+    Ok(())
 }
 
 /// `fl-job run`'s arguments.
@@ -214,11 +334,20 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    if let Cmd::Run(a) = cli.cmd {
-        return run_live(a);
-    }
+    let cmd = match cli.cmd {
+        Cmd::Run(a) => return run_live(a),
+        Cmd::Fedavg(a) => {
+            // The task's backend is the default (flex), as in every job and device.
+            anyhow::ensure!(
+                matches!(cli.backend, fl_job::Backend::Flex),
+                "fedavg runs on the flex backend (the one jobs and devices use)"
+            );
+            return run_fedavg(a);
+        }
+        cmd => cmd,
+    };
     let device = cli.backend.device();
-    match cli.cmd {
+    match cmd {
         Cmd::Bench {
             models,
             batch,
@@ -362,7 +491,7 @@ fn main() -> anyhow::Result<()> {
             )?;
             println!("{summary}");
         }
-        Cmd::Run(_) => unreachable!("live jobs return above"),
+        Cmd::Run(_) | Cmd::Fedavg(_) => unreachable!("handled above"),
     }
     Ok(())
 }

@@ -110,12 +110,10 @@ pub(super) fn add_strided(dst: &mut [f32], src: &[f32], stride: usize) {
     }
 }
 
-/// The kernels are AVX-512; elsewhere `conv_kernels::im2col` does the work.
+/// The kernels are AVX-512 (masked permutes, which no narrower set has); elsewhere, or
+/// when `FL_JOB_ISA` lowers the choice, `conv_kernels::im2col` does the work.
 fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return super::simd::has_avx512();
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    super::isa::avx512()
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -263,6 +261,11 @@ mod tests {
     #[test]
     fn matches_the_general_im2col() {
         if !available() {
+            super::super::isa::say(&format!(
+                "SKIPPED im2col_simd::matches_the_general_im2col: the kernels run {}, not \
+                 avx512 (the general im2col, used instead, is tested in conv_kernels)",
+                super::super::isa::name()
+            ));
             return;
         }
         for (h, w, k, stride, pad) in [

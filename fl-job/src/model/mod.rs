@@ -18,6 +18,7 @@ mod conv_op;
 mod conv_winograd;
 mod depthwise_nhwc;
 mod im2col_simd;
+mod isa;
 mod layers;
 mod layout;
 mod mobilenet;

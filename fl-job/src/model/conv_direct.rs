@@ -18,7 +18,7 @@
 //! input channel, 27 vector accumulators (3 × 9 taps) over a group of samples' padded pixels.
 //!
 //! The input gradient of such a layer is the same convolution of the output gradient with
-//! the flipped, transposed filters (`conv_winograd::flip_transpose`). Samples are computed
+//! the flipped, transposed filters (`kernel_types::flip_transpose`). Samples are computed
 //! independently and the weight gradient's groups (fixed by the geometry) are summed in group
 //! order, so results are the same at any thread count. Which layers take this path: [`applies`].
 
@@ -27,9 +27,9 @@ use std::cell::RefCell;
 use pulp::{Simd, WithSimd};
 use rayon::prelude::*;
 
-use super::conv_kernels::{Epilogue, Geom, equal_groups, sum_partials, take, with_local, zeroed};
-use super::conv_winograd::flip_transpose;
 use super::isa::{self, Dispatch};
+use super::kernel_types::{Epilogue, Geom, equal_groups, flip_transpose};
+use super::scratch::{sum_partials, take, with_local, zeroed};
 
 /// Vectors of output pixels per forward register block.
 const PV: usize = 3;
@@ -554,9 +554,9 @@ fn hsum(a: &[f32]) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::conv_kernels::tests::{close, naive, same3x3 as geom, values};
     use super::*;
     use crate::model::isa::On;
+    use crate::model::test_support::{close, naive, same3x3 as geom, values};
 
     /// Every result of one geometry on one instruction set: forward, input gradient,
     /// weight gradient.

@@ -133,8 +133,7 @@ pub(crate) fn avx512() -> bool {
 }
 
 /// The name of the instruction set the kernels run (`avx512`, `avx2`, `neon`, `scalar`),
-/// for reports (test output; `fl-job bench` from the kernel-layer commit on).
-#[cfg_attr(not(test), allow(dead_code))]
+/// for reports (`fl-job bench`, test output).
 pub fn name() -> &'static str {
     arch().name()
 }

@@ -74,6 +74,10 @@ pub struct BenchReport {
     /// from before it existed ran Burn's ops, so they read as `burn`.
     #[serde(default = "burn_kernels")]
     pub kernels: String,
+    /// The instruction set fl-job's kernels ran (`avx512`, `avx2`, `neon`, `scalar`; see
+    /// [`crate::model::kernel_isa`]). Added within schema 1: empty in older reports.
+    #[serde(default)]
+    pub isa: String,
     /// CPU threads the backend could use (`RAYON_NUM_THREADS`, else the cores).
     pub threads: usize,
     /// Mini-batch size.
@@ -224,6 +228,7 @@ mod json_tests {
             schema: BENCH_SCHEMA,
             backend: "flex".into(),
             kernels: "fl-job".into(),
+            isa: "avx2".into(),
             threads: 2,
             batch_size: 20,
             seconds: 8.0,
@@ -251,6 +256,7 @@ mod json_tests {
             [
                 "backend",
                 "batch_size",
+                "isa",
                 "kernels",
                 "rows",
                 "schema",

@@ -5,8 +5,9 @@
 //! show its content with JavaScript off.
 //!
 //! Chromium is found at `$CHROMIUM`, `/usr/bin/chromium` or on `PATH`
-//! (`.ci/run` installs Debian's package). Where there is none the test prints why and
-//! passes. The screenshot goes to `$VENN_UI_SCREENSHOT` (the README's image is one) or to
+//! (`.ci/run` installs Debian's package). Where there is none the test writes a
+//! `SKIPPED …: why` line to the terminal (not captured, so `cargo test` shows it) and
+//! passes; with `VENN_REQUIRE_BROWSER=1` it fails instead. The screenshot goes to `$VENN_UI_SCREENSHOT` (the README's image is one) or to
 //! the system temp dir.
 
 use headless_chrome::protocol::cdp::types::Event;
@@ -107,10 +108,27 @@ fn round(m: &Manager, clock: &Clock, job: &Job, device0: u64, accuracy: f64) {
     m.flush_checkins().unwrap();
 }
 
+/// Says on the terminal that the test did not run. Written to the process's stderr
+/// directly: the test harness captures `println!` and `eprintln!` of passing tests, so a
+/// skip printed that way was invisible and the test looked like a pass in 0.00 s.
+fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED the_status_page_loads_clean_shows_both_jobs_and_updates: {why}"
+    );
+}
+
 #[test]
 fn the_status_page_loads_clean_shows_both_jobs_and_updates() {
     let Some(chrome) = chromium() else {
-        println!("skipped: no Chromium (set CHROMIUM, or install Debian's chromium package)");
+        let why = "no Chromium (set CHROMIUM, or install Debian's chromium package)";
+        // `VENN_REQUIRE_BROWSER=1` (CI, where Chromium is installed) makes a missing
+        // browser a failure instead of a skip.
+        if std::env::var_os("VENN_REQUIRE_BROWSER").is_some_and(|v| v == "1") {
+            panic!("VENN_REQUIRE_BROWSER=1 but {why}");
+        }
+        skipped(why);
         return;
     };
     let dir = std::env::temp_dir().join(format!("venn-ui-browser-{}", std::process::id()));

@@ -371,8 +371,9 @@ fn main() -> anyhow::Result<()> {
                 bar.inc(1);
             }
             bar.finish_and_clear();
+            let isa = fl_job::model::kernel_isa();
             println!(
-                "backend: {}, kernels: {kernels}, batch {batch}, rayon threads: {}",
+                "backend: {}, kernels: {kernels} ({isa}), batch {batch}, rayon threads: {}",
                 cli.backend,
                 rayon_threads()
             );
@@ -382,6 +383,7 @@ fn main() -> anyhow::Result<()> {
                     schema: fl_job::bench::BENCH_SCHEMA,
                     backend: cli.backend.to_string(),
                     kernels: kernels.into(),
+                    isa: isa.into(),
                     threads: rayon_threads(),
                     batch_size: batch,
                     seconds,

@@ -18,49 +18,53 @@
 //! input channel, 27 vector accumulators (3 × 9 taps) over a group of samples' padded pixels.
 //!
 //! The input gradient of such a layer is the same convolution of the output gradient with
-//! the flipped, transposed filters (`conv_winograd::flip_transpose`). Samples are computed
+//! the flipped, transposed filters (`kernel_types::flip_transpose`). Samples are computed
 //! independently and the weight gradient's groups (fixed by the geometry) are summed in group
 //! order, so results are the same at any thread count. Which layers take this path: [`applies`].
 
 use std::cell::RefCell;
 
+use pulp::{Simd, WithSimd};
 use rayon::prelude::*;
 
-use super::conv_kernels::{Epilogue, Geom, equal_groups, sum_partials, take, with_local, zeroed};
-use super::conv_winograd::flip_transpose;
+use super::isa::{self, Dispatch};
+use super::kernel_types::{Epilogue, Geom, equal_groups, flip_transpose};
+use super::scratch::{sum_partials, take, with_local, zeroed};
 
-/// Lanes per vector chunk (one AVX-512 register of `f32`).
-const V: usize = 16;
-/// Output channels per register block.
-const CO: usize = 8;
-/// Vectors of output pixels per register block: `CO · PV` = 24 accumulators, plus `PV`
-/// inputs and a broadcast weight, fit AVX-512's 32 registers.
+/// Vectors of output pixels per forward register block.
 const PV: usize = 3;
-/// Output channels per weight-gradient block: 3 × 9 taps = 27 accumulators, plus three
-/// output-gradient vectors and one input vector. With 2 × 9 the loop was bound by its
-/// loads (11 per 18 multiply-adds, most split across cache lines): ResNet-18 ×16's 32 × 14²
-/// layers took 0.55 ms against 0.46 now.
+/// Output channels per weight-gradient block: 3 × 9 taps = 27 accumulators on a CPU with
+/// 32 registers, plus three output-gradient vectors and one input vector. With 2 × 9 the
+/// loop was bound by its loads (11 per 18 multiply-adds, most split across cache lines):
+/// ResNet-18 ×16's 32 × 14² layers took 0.55 ms against 0.46 (AVX-512).
 const DW_CO: usize = 3;
 /// Padded positions per weight-gradient group, at least: samples are grouped (by the
 /// geometry only) until their maps reach it, so that the accumulators' final sums, 27
 /// horizontal reductions per input channel and block, stay small next to the loop (a
-/// 14 × 14 map is only 15 vectors).
+/// 14 × 14 map is only 15 vectors of 16).
 const DW_POSITIONS: usize = 480;
 
 /// Most channels (in or out) a layer may have to take this path, and fewest pixels per map.
-/// Measured per layer (`conv_kernels::tests::layer_times`, batch 20, 2 threads; forward /
-/// input gradient / weight gradient, ms): 16 → 16 on 28² 0.45–0.52 / 0.50–0.57 / 0.67–0.70
-/// (im2col) → 0.28–0.31 / 0.32–0.54 / 0.36–0.39; 32 → 32 on 14² 0.48–0.56 / 0.43–0.45 /
-/// 0.45–0.47 (Winograd F2) → 0.33–0.38 / 0.34–0.35 / 0.46–0.47; 32 → 32 on 28² 1.41 / 1.29 /
-/// 1.23 (Winograd F4) → 0.89 / 0.90 / 1.28. At 64 channels the direct work is four times
-/// that and F4 wins; 7 × 7 maps would compute 96 positions for 49.
+/// Measured per layer on AVX-512 (`conv_kernels::tests::layer_times`, batch 20, 2 threads;
+/// forward / input gradient / weight gradient, ms): 16 → 16 on 28² 0.45–0.52 / 0.50–0.57 /
+/// 0.67–0.70 (im2col) → 0.28–0.31 / 0.32–0.54 / 0.36–0.39; 32 → 32 on 14² 0.48–0.56 /
+/// 0.43–0.45 / 0.45–0.47 (Winograd F2) → 0.33–0.38 / 0.34–0.35 / 0.46–0.47; 32 → 32 on 28²
+/// 1.41 / 1.29 / 1.23 (Winograd F4) → 0.89 / 0.90 / 1.28. At 64 channels the direct work is
+/// four times that and F4 wins; 7 × 7 maps would compute 96 positions for 49.
 const MAX_CHANNELS: usize = 32;
 const MIN_PIXELS: usize = 196;
 
-/// Whether a geometry takes this path: dense 3 × 3, stride 1, padding 1, thin, large maps.
+/// Whether a geometry takes this path: it [`fits`] and the CPU runs the kernels fast
+/// ([`available`]).
 pub(crate) fn applies(g: &Geom) -> bool {
-    available()
-        && !g.depthwise
+    fits(g) && available()
+}
+
+/// The geometries this path is for: dense 3 × 3, stride 1, padding 1, thin, large maps.
+/// (The kernels compute any dense 3 × 3 stride-1 "same" convolution; this is where they
+/// pay.)
+pub(crate) fn fits(g: &Geom) -> bool {
+    !g.depthwise
         && g.k == 3
         && g.stride == 1
         && g.pad == 1
@@ -69,8 +73,9 @@ pub(crate) fn applies(g: &Geom) -> bool {
         && g.h * g.w >= MIN_PIXELS
 }
 
-/// The register blocks are written for AVX-512 ([`x86`]); elsewhere the layers stay on
-/// im2col + GEMM.
+/// Whether the layers that [`fits`] take this path on this CPU: with AVX-512 (the widths
+/// above were measured there); elsewhere they stay on im2col + GEMM, though the kernels
+/// run correctly on every instruction set (`Isa::all`, tested).
 ///
 /// `FL_JOB_DIRECT=off` (read once) turns the path off, to measure it against im2col.
 fn available() -> bool {
@@ -78,15 +83,53 @@ fn available() -> bool {
     if *OFF.get_or_init(|| std::env::var("FL_JOB_DIRECT").is_ok_and(|v| v == "off")) {
         return false;
     }
-    #[cfg(target_arch = "x86_64")]
-    return super::simd::has_avx512();
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    isa::avx512()
+}
+
+/// How the register blocks are cut on one instruction set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Blocking {
+    /// `f32` lanes per vector.
+    lanes: usize,
+    /// Output channels per forward block (`co · PV` accumulators).
+    co: usize,
+    /// Taps per weight-gradient pass (`DW_CO · taps` accumulators): 9, or 3 in three
+    /// passes (one per kernel row).
+    taps: usize,
+}
+
+impl Blocking {
+    /// With 32 registers (AVX-512, NEON; or 16 lanes, pulp's emulated AVX-512 in tests):
+    /// 8 × 3 = 24 forward accumulators plus three inputs and a broadcast, and 3 × 9 = 27
+    /// weight-gradient ones. With 16 (AVX2, scalar): 4 × 3 = 12 and 3 × 3 = 9.
+    fn of<S: Simd>() -> Self {
+        let wide = S::REGISTER_COUNT >= 32 || S::F32_LANES >= 16;
+        Blocking {
+            lanes: S::F32_LANES,
+            co: if wide { 8 } else { 4 },
+            taps: if wide { 9 } else { 3 },
+        }
+    }
+
+    /// [`Blocking::of`] the instruction set `on` runs.
+    fn on(on: impl Dispatch) -> Self {
+        struct Of;
+        impl WithSimd for Of {
+            type Output = Blocking;
+            #[inline(always)]
+            fn with_simd<S: Simd>(self, _: S) -> Blocking {
+                Blocking::of::<S>()
+            }
+        }
+        on.run(Of)
+    }
 }
 
 /// Sizes of the padded layout of one geometry.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Plan {
+    /// The register blocks it is cut for.
+    blocking: Blocking,
     /// Padded row length, `w + 2`.
     wp: usize,
     /// Output positions computed per channel (`h · wp` rounded up to whole blocks).
@@ -96,10 +139,12 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(g: &Geom) -> Self {
+    fn new(g: &Geom, blocking: Blocking) -> Self {
         let wp = g.w + 2;
-        let q = (g.h * wp).div_ceil(V * PV) * V * PV;
+        let step = blocking.lanes * PV;
+        let q = (g.h * wp).div_ceil(step) * step;
         Plan {
+            blocking,
             wp,
             q,
             plane: q + 2 * wp + 2,
@@ -120,15 +165,32 @@ thread_local! {
 }
 
 /// Forward `x` `[n, cin, h, w]` ⊛ `weight` `[cout, cin, 3, 3]` → `[n, cout, h, w]`, then
-/// `epilogue` per output plane.
+/// `epilogue` per output plane, on [`isa::arch`]'s instruction set.
 pub(crate) fn forward(
     g: &Geom,
     x: &[f32],
     weight: &[f32],
     epilogue: Option<&Epilogue<'_>>,
 ) -> Vec<f32> {
-    let plan = Plan::new(g);
-    let packed = pack_filters(g.cout, g.cin, weight);
+    forward_on(isa::arch(), g, x, weight, epilogue)
+}
+
+/// [`forward`] on the instruction set `on`.
+fn forward_on(
+    on: impl Dispatch,
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    epilogue: Option<&Epilogue<'_>>,
+) -> Vec<f32> {
+    assert!(
+        g.k == 3 && g.stride == 1 && g.pad == 1 && !g.depthwise,
+        "conv_direct: geometry {g:?}"
+    );
+    assert!(x.len() == g.n * g.in_len() && weight.len() == g.weight_len());
+    let plan = Plan::new(g, Blocking::on(on));
+    let co = plan.blocking.co;
+    let packed = pack_filters(g.cout, g.cin, co, weight);
     let mut out = zeroed(g.n * g.out_len());
     out.par_chunks_mut(g.out_len())
         .zip(x.par_chunks(g.in_len()))
@@ -136,9 +198,16 @@ pub(crate) fn forward(
             with_local(&BUFFERS, |buf| {
                 let input = take(&mut buf.input, g.cin * plan.plane);
                 pad_planes(xs, g.h, g.w, plan.wp, plan.plane, input);
-                let blocks = g.cout.div_ceil(CO);
-                let wide = take(&mut buf.out, blocks * CO * plan.q);
-                sample_forward(input, &packed, g.cin, blocks, &plan, wide);
+                let blocks = g.cout.div_ceil(co);
+                let wide = take(&mut buf.out, blocks * co * plan.q);
+                on.run(SampleForward {
+                    input,
+                    packed: &packed,
+                    cin: g.cin,
+                    blocks,
+                    plan,
+                    out: &mut *wide,
+                });
                 for (co, dst) in o.chunks_exact_mut(g.h * g.w).enumerate() {
                     let src = &wide[co * plan.q..];
                     for (r, row) in dst.chunks_exact_mut(g.w).enumerate() {
@@ -157,19 +226,30 @@ pub(crate) fn forward(
 /// Input gradient `[n, cout, h, w]` → `[n, cin, h, w]`: the same convolution of the output
 /// gradient with the flipped, transposed filters.
 pub(crate) fn input_grad(g: &Geom, grad_out: &[f32], weight: &[f32]) -> Vec<f32> {
+    input_grad_on(isa::arch(), g, grad_out, weight)
+}
+
+/// [`input_grad`] on the instruction set `on`.
+fn input_grad_on(on: impl Dispatch, g: &Geom, grad_out: &[f32], weight: &[f32]) -> Vec<f32> {
     let back = Geom {
         cin: g.cout,
         cout: g.cin,
         ..*g
     };
-    forward(&back, grad_out, &flip_transpose(g, weight), None)
+    forward_on(on, &back, grad_out, &flip_transpose(g, weight), None)
 }
 
-/// Weight gradient `[cout, cin, 3, 3]`: per group of samples (fixed by the geometry), every
-/// (output channel, input channel, tap) product summed over the maps; the groups' shares
-/// summed in group order.
+/// Weight gradient `[cout, cin, 3, 3]`: per group of samples (fixed by the geometry and the
+/// vector width), every (output channel, input channel, tap) product summed over the maps;
+/// the groups' shares summed in group order.
 pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
-    let plan = Plan::new(g);
+    weight_grad_on(isa::arch(), g, x, grad_out)
+}
+
+/// [`weight_grad`] on the instruction set `on`.
+fn weight_grad_on(on: impl Dispatch, g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
+    assert!(x.len() == g.n * g.in_len() && grad_out.len() == g.n * g.out_len());
+    let plan = Plan::new(g, Blocking::on(on));
     let group = equal_groups(g.n, DW_POSITIONS, plan.q);
     let (in_len, out_len) = (g.cin * plan.plane, g.cout * plan.q);
     let partials: Vec<Option<Vec<f32>>> = x
@@ -193,7 +273,7 @@ pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
                     widen(src, g.h, g.w, plan.wp, plan.q, dst);
                 }
                 let mut share = vec![0.0f32; g.weight_len()];
-                group_weight_grad(input, dy, samples, g.cin, g.cout, &plan, &mut share);
+                group_weight_grad(on, input, dy, samples, g.cin, g.cout, &plan, &mut share);
                 Some(share)
             })
         })
@@ -201,17 +281,17 @@ pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
     sum_partials(partials, g.weight_len())
 }
 
-/// The filters as `[cout / CO][cin][9 taps][CO]`, so a block's `CO` weights for one input
+/// The filters as `[cout / co][cin][9 taps][co]`, so a block's `co` weights for one input
 /// channel and tap are contiguous; output channels past `cout` (a last partial block) get
 /// zero weights and their outputs are thrown away.
-fn pack_filters(cout: usize, cin: usize, weight: &[f32]) -> Vec<f32> {
-    let blocks = cout.div_ceil(CO);
-    let mut packed = vec![0.0f32; blocks * cin * 9 * CO];
-    for co in 0..cout {
-        let (b, c) = (co / CO, co % CO);
+fn pack_filters(cout: usize, cin: usize, co: usize, weight: &[f32]) -> Vec<f32> {
+    let blocks = cout.div_ceil(co);
+    let mut packed = vec![0.0f32; blocks * cin * 9 * co];
+    for o in 0..cout {
+        let (b, c) = (o / co, o % co);
         for ci in 0..cin {
             for t in 0..9 {
-                packed[((b * cin + ci) * 9 + t) * CO + c] = weight[(co * cin + ci) * 9 + t];
+                packed[((b * cin + ci) * 9 + t) * co + c] = weight[(o * cin + ci) * 9 + t];
             }
         }
     }
@@ -252,37 +332,79 @@ fn tap_offsets(wp: usize) -> [usize; 9] {
     std::array::from_fn(|t| (t / 3) * wp + t % 3)
 }
 
-/// One sample's forward in the padded width: `out[co][q]` for `blocks · CO` output
-/// channels, from `input` (`cin` padded planes `plane` apart) and `packed` filters.
-fn sample_forward(
-    input: &[f32],
-    packed: &[f32],
+/// One sample's forward in the padded width: `out[co][q]` for `blocks · co` output
+/// channels, from `input` (`cin` padded planes `plane` apart) and packed filters.
+struct SampleForward<'a> {
+    input: &'a [f32],
+    packed: &'a [f32],
     cin: usize,
     blocks: usize,
-    plan: &Plan,
-    out: &mut [f32],
-) {
-    let (q, plane) = (plan.q, plan.plane);
+    plan: Plan,
+    out: &'a mut [f32],
+}
+
+impl WithSimd for SampleForward<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, s: S) {
+        let b = Blocking::of::<S>();
+        assert_eq!(
+            b, self.plan.blocking,
+            "conv_direct: planned for another vector width"
+        );
+        match b.co {
+            8 => sample_forward::<S, 8>(s, self),
+            _ => sample_forward::<S, 4>(s, self),
+        }
+    }
+}
+
+/// [`SampleForward`] with `CO` output channels per block: for each block of `CO` channels ×
+/// `PV` vectors of positions, per input channel and tap `PV` loads, `CO` broadcasts and
+/// `CO · PV` fused multiply-adds, the accumulators held in registers throughout. Every
+/// output is the same chain of fused multiply-adds (input channels, then taps, in order)
+/// whatever the vector width, so the result has the same bits on every instruction set.
+#[inline(always)]
+fn sample_forward<S: Simd, const CO: usize>(s: S, a: SampleForward<'_>) {
+    let SampleForward {
+        input,
+        packed,
+        cin,
+        blocks,
+        plan,
+        out,
+    } = a;
+    let (q, plane, step) = (plan.q, plan.plane, S::F32_LANES * PV);
     let offsets = tap_offsets(plan.wp);
+    assert_eq!(plan.blocking.co, CO);
     // Every read below stays inside these: the last block's last tap ends at `plane`.
-    assert!(input.len() >= cin * plane && q + offsets[8] <= plane && q.is_multiple_of(V * PV));
+    assert!(input.len() >= cin * plane && q + offsets[8] <= plane && q.is_multiple_of(step));
     assert!(packed.len() >= blocks * cin * 9 * CO && out.len() >= blocks * CO * q);
-    for b in 0..blocks {
-        for q0 in (0..q).step_by(V * PV) {
-            // SAFETY: `applies` admitted this geometry only on a CPU with AVX-512, and the
-            // asserts above bound every offset the block reads and writes.
-            #[cfg(target_arch = "x86_64")]
-            #[allow(unsafe_code)]
-            unsafe {
-                x86::forward_block(
-                    input.as_ptr().add(q0),
-                    plane,
-                    packed.as_ptr().add(b * cin * 9 * CO),
-                    cin,
-                    &offsets,
-                    out.as_mut_ptr().add(b * CO * q + q0),
-                    q,
-                );
+    let zero = s.splat_f32s(0.0);
+    for (w, out) in packed
+        .chunks_exact(cin * 9 * CO)
+        .zip(out.chunks_exact_mut(CO * q))
+        .take(blocks)
+    {
+        for q0 in (0..q).step_by(step) {
+            let mut acc = [[zero; PV]; CO];
+            for (ci, wc) in w.chunks_exact(9 * CO).enumerate() {
+                let p = &input[ci * plane + q0..(ci + 1) * plane];
+                for (t, &off) in offsets.iter().enumerate() {
+                    let (run, _) = S::as_simd_f32s(&p[off..off + step]);
+                    let xs: [S::f32s; PV] = std::array::from_fn(|v| run[v]);
+                    for (c, acc) in acc.iter_mut().enumerate() {
+                        let wt = s.splat_f32s(wc[t * CO + c]);
+                        for (a, x) in acc.iter_mut().zip(&xs) {
+                            *a = s.mul_add_f32s(*x, wt, *a);
+                        }
+                    }
+                }
+            }
+            for (c, acc) in acc.iter().enumerate() {
+                let (dst, _) = S::as_mut_simd_f32s(&mut out[c * q + q0..c * q + q0 + step]);
+                dst.copy_from_slice(acc);
             }
         }
     }
@@ -291,7 +413,9 @@ fn sample_forward(
 /// One group's share of the weight gradient, written into `share` `[cout, cin, 3, 3]`:
 /// `Σ_samples Σ_q dy[co][q] · input[ci][q + offset(tap)]`, with `input` and `dy` holding
 /// `samples` samples' padded planes back to back.
+#[allow(clippy::too_many_arguments)]
 fn group_weight_grad(
+    on: impl Dispatch,
     input: &[f32],
     dy: &[f32],
     samples: usize,
@@ -303,7 +427,7 @@ fn group_weight_grad(
     let (q, plane) = (plan.q, plan.plane);
     let offsets = tap_offsets(plan.wp);
     let strides = [cin * plane, cout * q];
-    assert!(q + offsets[8] <= plane && q.is_multiple_of(V));
+    assert!(q + offsets[8] <= plane && q.is_multiple_of(plan.blocking.lanes));
     assert!(input.len() >= samples * strides[0] && dy.len() >= samples * strides[1]);
     assert!(share.len() >= cout * cin * 9);
     for co in (0..cout).step_by(DW_CO) {
@@ -311,20 +435,14 @@ fn group_weight_grad(
         let block: [usize; DW_CO] = std::array::from_fn(|c| (co + c).min(cout - 1));
         for ci in 0..cin {
             let mut sums = [[0.0f32; 9]; DW_CO];
-            // SAFETY: as in `sample_forward`: AVX-512 was checked, the asserts bound the reads.
-            #[cfg(target_arch = "x86_64")]
-            #[allow(unsafe_code)]
-            unsafe {
-                x86::weight_grad_block(
-                    input.as_ptr().add(ci * plane),
-                    block.map(|c| dy.as_ptr().add(c * q)),
-                    samples,
-                    strides,
-                    q,
-                    &offsets,
-                    &mut sums,
-                );
-            }
+            on.run(WeightGradBlock {
+                input: &input[ci * plane..],
+                dy: block.map(|c| &dy[c * q..]),
+                samples,
+                strides,
+                plan: *plan,
+                sums: &mut sums,
+            });
             for (c, s) in sums.iter().enumerate().take(cout - co) {
                 share[(block[c] * cin + ci) * 9..][..9].copy_from_slice(s);
             }
@@ -332,192 +450,240 @@ fn group_weight_grad(
     }
 }
 
-/// The lanes' sum, as a fixed tree (the same order on every call).
+/// For `DW_CO` output-gradient planes `dy` and one padded input plane, of each of `samples`
+/// samples (`strides` apart: input, output gradient), the nine taps' sums over `q`
+/// positions, into `sums[c][tap]`.
+struct WeightGradBlock<'a> {
+    input: &'a [f32],
+    dy: [&'a [f32]; DW_CO],
+    samples: usize,
+    strides: [usize; 2],
+    plan: Plan,
+    sums: &'a mut [[f32; 9]; DW_CO],
+}
+
+impl WithSimd for WeightGradBlock<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, s: S) {
+        let b = Blocking::of::<S>();
+        assert_eq!(
+            b, self.plan.blocking,
+            "conv_direct: planned for another vector width"
+        );
+        let WeightGradBlock {
+            input,
+            dy,
+            samples,
+            strides,
+            plan,
+            sums,
+        } = self;
+        let args = (input, dy, samples, strides, plan);
+        match b.taps {
+            9 => weight_grad_taps::<S, 9>(s, args, 0, sums),
+            _ => {
+                for kh in 0..3 {
+                    weight_grad_taps::<S, 3>(s, args, kh, sums);
+                }
+            }
+        }
+    }
+}
+
+/// [`WeightGradBlock`]'s sums for the `T` taps from kernel row `kh0` on: `DW_CO · T`
+/// vector accumulators over every sample's positions, then each reduced by [`hsum`].
 #[inline(always)]
-fn hsum(a: &[f32; V]) -> f32 {
-    let mut s: [f32; 8] = std::array::from_fn(|i| a[i] + a[i + 8]);
-    for half in [4, 2, 1] {
-        for i in 0..half {
-            s[i] += s[i + half];
+fn weight_grad_taps<S: Simd, const T: usize>(
+    s: S,
+    (input, dy, samples, strides, plan): (&[f32], [&[f32]; DW_CO], usize, [usize; 2], Plan),
+    kh0: usize,
+    sums: &mut [[f32; 9]; DW_CO],
+) {
+    let (q, lanes) = (plan.q, S::F32_LANES);
+    let offsets = tap_offsets(plan.wp);
+    let off: [usize; T] = std::array::from_fn(|t| offsets[kh0 * 3 + t]);
+    let zero = s.splat_f32s(0.0);
+    let mut acc = [[zero; T]; DW_CO];
+    for smp in 0..samples {
+        let x = &input[smp * strides[0]..];
+        let d: [&[S::f32s]; DW_CO] =
+            dy.map(|d| S::as_simd_f32s(&d[smp * strides[1]..smp * strides[1] + q]).0);
+        let taps: [&[S::f32s]; T] = off.map(|o| S::as_simd_f32s(&x[o..o + q]).0);
+        for i in 0..q / lanes {
+            let dv: [S::f32s; DW_CO] = std::array::from_fn(|c| d[c][i]);
+            for (t, tap) in taps.iter().enumerate() {
+                let xv = tap[i];
+                for (acc, dv) in acc.iter_mut().zip(&dv) {
+                    acc[t] = s.mul_add_f32s(*dv, xv, acc[t]);
+                }
+            }
+        }
+    }
+    // Summed out of registers through memory: reduced in place (AVX-512's
+    // `_mm512_reduce_add_ps`, whose 256- and 128-bit steps can only name the first 16
+    // registers), the accumulators were kept there and four spilled on every iteration
+    // of the loop above (1.5× the time).
+    let mut lanes_buf = [0.0f32; 16];
+    assert!(lanes <= lanes_buf.len());
+    for (sum, acc) in sums.iter_mut().zip(&acc) {
+        for (t, a) in acc.iter().enumerate() {
+            let (dst, _) = S::as_mut_simd_f32s(&mut lanes_buf[..lanes]);
+            dst[0] = *a;
+            sum[kh0 * 3 + t] = hsum(&lanes_buf[..lanes]);
+        }
+    }
+}
+
+/// The lanes' sum, as a fixed tree (the same order on every call): halves added
+/// pairwise until one is left. For 16 lanes: `a[i] + a[i + 8]`, then 4, 2, 1.
+#[inline(always)]
+fn hsum(a: &[f32]) -> f32 {
+    let mut s = [0.0f32; 16];
+    s[..a.len()].copy_from_slice(a);
+    let mut n = a.len();
+    while n > 1 {
+        n /= 2;
+        for i in 0..n {
+            s[i] += s[i + n];
         }
     }
     s[0]
 }
 
-/// The register blocks, in AVX-512. Why intrinsics rather than [`super::simd::wide`]'s
-/// compiled loops: written as loops over arrays, the compiler kept the 24 accumulators in
-/// memory (the forward ran 60× slower than this).
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-mod x86 {
-    use super::{CO, DW_CO, PV, V};
-    use std::arch::x86_64::*;
-
-    /// `CO` output channels × `PV · 16` positions from `q0` (`input` and `out` already
-    /// point there): for each input channel and tap, `PV` loads, `CO` broadcasts and
-    /// `CO · PV` fused multiply-adds. Stores the block into `out`, rows `q` apart.
-    ///
-    /// # Safety
-    /// The CPU has AVX-512F; `input + ci·plane + offsets[t] + PV·16` stays inside the input
-    /// for every `ci < cin`, `packed` holds `cin · 9 · CO` weights, `out + (CO − 1)·q + PV·16`
-    /// stays inside the output.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn forward_block(
-        input: *const f32,
-        plane: usize,
-        packed: *const f32,
-        cin: usize,
-        offsets: &[usize; 9],
-        out: *mut f32,
-        q: usize,
-    ) {
-        unsafe {
-            let mut acc = [[_mm512_setzero_ps(); PV]; CO];
-            for ci in 0..cin {
-                let p = input.add(ci * plane);
-                let w = packed.add(ci * 9 * CO);
-                for (t, &off) in offsets.iter().enumerate() {
-                    let xs: [__m512; PV] =
-                        std::array::from_fn(|v| _mm512_loadu_ps(p.add(off + v * V)));
-                    for (c, a) in acc.iter_mut().enumerate() {
-                        let wt = _mm512_set1_ps(*w.add(t * CO + c));
-                        for (a, x) in a.iter_mut().zip(&xs) {
-                            *a = _mm512_fmadd_ps(*x, wt, *a);
-                        }
-                    }
-                }
-            }
-            for (c, a) in acc.iter().enumerate() {
-                for (v, x) in a.iter().enumerate() {
-                    _mm512_storeu_ps(out.add(c * q + v * V), *x);
-                }
-            }
-        }
-    }
-
-    /// For two output-gradient planes `dy` and one padded input plane, of each of `samples`
-    /// samples (`strides` apart: input, output gradient), the nine taps' sums over `q`
-    /// positions, into `sums[c][tap]`.
-    ///
-    /// # Safety
-    /// The CPU has AVX-512F; for every sample `s`, `dy[c] + s·strides[1] + q` and
-    /// `input + s·strides[0] + q + offsets[8]` stay inside their buffers; `q` is a multiple
-    /// of 16.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn weight_grad_block(
-        input: *const f32,
-        dy: [*const f32; DW_CO],
-        samples: usize,
-        strides: [usize; 2],
-        q: usize,
-        offsets: &[usize; 9],
-        sums: &mut [[f32; 9]; DW_CO],
-    ) {
-        unsafe {
-            let mut acc = [[_mm512_setzero_ps(); 9]; DW_CO];
-            for s in 0..samples {
-                let (input, dy) = (input.add(s * strides[0]), dy.map(|d| d.add(s * strides[1])));
-                let taps: [*const f32; 9] = std::array::from_fn(|t| input.add(offsets[t]));
-                for q0 in (0..q).step_by(V) {
-                    let d: [__m512; DW_CO] =
-                        std::array::from_fn(|c| _mm512_loadu_ps(dy[c].add(q0)));
-                    for (t, p) in taps.iter().enumerate() {
-                        let x = _mm512_loadu_ps(p.add(q0));
-                        for c in 0..DW_CO {
-                            acc[c][t] = _mm512_fmadd_ps(d[c], x, acc[c][t]);
-                        }
-                    }
-                }
-            }
-            // Summed out of registers through memory: reduced in place with
-            // `_mm512_reduce_add_ps`, whose 256- and 128-bit steps can only name the first
-            // 16 registers, the compiler kept the accumulators there and spilled four of them
-            // on every iteration of the loop above (1.5× the time).
-            let mut lanes = [[[0.0f32; V]; 9]; DW_CO];
-            for (l, a) in lanes.iter_mut().zip(&acc) {
-                for (l, a) in l.iter_mut().zip(a) {
-                    _mm512_storeu_ps(l.as_mut_ptr(), *a);
-                }
-            }
-            for (s, l) in sums.iter_mut().zip(&lanes) {
-                *s = std::array::from_fn(|t| super::hsum(&l[t]));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::conv_kernels::tests::{close, naive, same3x3 as geom, values};
     use super::*;
+    use crate::model::isa::On;
+    use crate::model::test_support::{close, naive, same3x3 as geom, values};
+
+    /// Every result of one geometry on one instruction set: forward, input gradient,
+    /// weight gradient.
+    type Results = (Vec<f32>, Vec<f32>, Vec<f32>);
+
+    fn run_on(on: impl Dispatch, g: &Geom, x: &[f32], wt: &[f32], go: &[f32]) -> Results {
+        (
+            forward_on(on, g, x, wt, None),
+            input_grad_on(on, g, go, wt),
+            weight_grad_on(on, g, x, go),
+        )
+    }
+
+    /// One instruction set's [`run_on`].
+    type Run = dyn Fn(&Geom, &[f32], &[f32], &[f32]) -> Results + Sync;
+
+    /// Runs `check` on every instruction set this CPU has (`Isa::all`) and on pulp's
+    /// software 16-lane type (AVX-512's blocking, on any CPU), naming each in the output.
+    fn on_every_isa(mut check: impl FnMut(&str, &Run)) {
+        for arch in isa::Isa::all() {
+            let name = arch.name();
+            eprintln!("conv_direct: checking {name}");
+            check(name, &move |g, x, wt, go| run_on(arch, g, x, wt, go));
+        }
+        eprintln!("conv_direct: checking 16 emulated lanes");
+        check("16 emulated lanes", &|g, x, wt, go| {
+            run_on(On(pulp::Scalar512b), g, x, wt, go)
+        });
+    }
 
     /// Forward, input gradient and weight gradient against the f64 definition, on maps
     /// whose padded width does not divide the block and channel counts that leave partial
-    /// blocks (odd output channels, fewer than `CO`).
+    /// blocks (odd output channels, fewer than a block), on every instruction set; the
+    /// forward and input gradient have the same bits on all of them.
     #[test]
     fn matches_the_definition() {
-        for &(n, cin, h, w, cout) in &[
-            (3, 16, 28, 28, 16),
-            (2, 1, 28, 28, 16),
-            (2, 5, 17, 13, 3),
-            (1, 7, 15, 20, 9),
-            // Grouped weight gradient (2 samples per group, a last group of 1).
-            (5, 32, 14, 14, 32),
-            (3, 4, 14, 15, 5),
-        ] {
-            let g = geom(n, cin, h, w, cout);
-            let x = values(n * g.in_len(), 11);
-            let wt = values(g.weight_len(), 12);
-            let go = values(n * g.out_len(), 13);
-            let (y, dx, dw) = naive(&g, &x, &wt, &go);
-            close(&forward(&g, &x, &wt, None), &y, "forward", &g);
-            close(&input_grad(&g, &go, &wt), &dx, "dx", &g);
-            close(&weight_grad(&g, &x, &go), &dw, "dw", &g);
-        }
+        let mut first: Vec<(Vec<f32>, Vec<f32>)> = Vec::new();
+        on_every_isa(|name, run| {
+            for (i, &(n, cin, h, w, cout)) in [
+                (3, 16, 28, 28, 16),
+                (2, 1, 28, 28, 16),
+                (2, 5, 17, 13, 3),
+                (1, 7, 15, 20, 9),
+                // Grouped weight gradient (2 samples per group, a last group of 1).
+                (5, 32, 14, 14, 32),
+                (3, 4, 14, 15, 5),
+            ]
+            .iter()
+            .enumerate()
+            {
+                let g = geom(n, cin, h, w, cout);
+                let x = values(n * g.in_len(), 11);
+                let wt = values(g.weight_len(), 12);
+                let go = values(n * g.out_len(), 13);
+                let (y, dx, dw) = naive(&g, &x, &wt, &go);
+                let (fy, fdx, fdw) = run(&g, &x, &wt, &go);
+                close(&fy, &y, &format!("forward ({name})"), &g);
+                close(&fdx, &dx, &format!("dx ({name})"), &g);
+                close(&fdw, &dw, &format!("dw ({name})"), &g);
+                match first.get(i) {
+                    None => first.push((fy, fdx)),
+                    Some((y0, dx0)) => {
+                        assert!(y0 == &fy, "forward bits differ on {name} for {g:?}");
+                        assert!(dx0 == &fdx, "dx bits differ on {name} for {g:?}");
+                    }
+                }
+            }
+        });
     }
 
-    /// The same bits at 1, 2 and 3 threads (samples independent; shares summed in order).
+    /// The same bits at 1, 2 and 3 threads (samples independent; shares summed in order),
+    /// on every instruction set.
     #[test]
     fn bit_identical_at_any_thread_count() {
-        for g in [geom(5, 16, 28, 28, 16), geom(7, 32, 14, 14, 32)] {
-            same_bits_at_any_thread_count(&g);
-        }
+        on_every_isa(|name, run| {
+            for g in [geom(5, 16, 28, 28, 16), geom(7, 32, 14, 14, 32)] {
+                let x = values(g.n * g.in_len(), 21);
+                let wt = values(g.weight_len(), 22);
+                let go = values(g.n * g.out_len(), 23);
+                let at = |threads: usize| {
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .expect("pool")
+                        .install(|| run(&g, &x, &wt, &go))
+                };
+                let one = at(1);
+                for t in [2, 3] {
+                    assert!(
+                        at(t) == one,
+                        "{t} threads differ from 1 on {name} for {g:?}"
+                    );
+                }
+            }
+        });
     }
 
-    fn same_bits_at_any_thread_count(g: &Geom) {
-        let g = *g;
-        let x = values(g.n * g.in_len(), 21);
-        let wt = values(g.weight_len(), 22);
-        let go = values(g.n * g.out_len(), 23);
-        let run = |threads: usize| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("pool")
-                .install(|| {
-                    (
-                        forward(&g, &x, &wt, None),
-                        input_grad(&g, &go, &wt),
-                        weight_grad(&g, &x, &go),
-                    )
-                })
-        };
-        let one = run(1);
-        for t in [2, 3] {
-            assert!(run(t) == one, "{t} threads differ from 1 for {g:?}");
-        }
-    }
-
+    /// The layers the path is for, and that it is taken exactly where the CPU runs it
+    /// fast (AVX-512); elsewhere those layers stay on im2col + GEMM.
     #[test]
     fn takes_thin_large_maps_only() {
-        assert!(applies(&geom(20, 16, 28, 28, 16)));
-        assert!(applies(&geom(20, 1, 28, 28, 16)));
-        assert!(applies(&geom(20, 32, 14, 14, 32)));
-        assert!(!applies(&geom(20, 64, 28, 28, 64)));
-        assert!(!applies(&geom(20, 16, 7, 7, 16)));
-        assert!(!applies(&Geom {
-            stride: 2,
-            ..geom(20, 16, 28, 28, 16)
-        }));
+        let yes = [
+            geom(20, 16, 28, 28, 16),
+            geom(20, 1, 28, 28, 16),
+            geom(20, 32, 14, 14, 32),
+        ];
+        let no = [
+            geom(20, 64, 28, 28, 64),
+            geom(20, 16, 7, 7, 16),
+            Geom {
+                stride: 2,
+                ..geom(20, 16, 28, 28, 16)
+            },
+        ];
+        for g in &yes {
+            assert!(fits(g), "{g:?}");
+            assert_eq!(applies(g), available(), "{g:?}");
+        }
+        for g in &no {
+            assert!(!fits(g) && !applies(g), "{g:?}");
+        }
+        if !available() {
+            isa::say(&format!(
+                "conv_direct: the path is not taken with {} (AVX-512 only); its kernels \
+                 are still tested on every instruction set this CPU runs",
+                isa::name()
+            ));
+        }
     }
 }

@@ -18,8 +18,26 @@ use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
 use burn::tensor::{Tensor, TensorData};
 
-use super::conv_kernels::{self, Geom};
-use super::layers::Act;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::conv_kernels;
+use super::kernel_types::{Act, Epilogue, Geom};
+
+static CPU_KERNELS: AtomicBool = AtomicBool::new(true);
+
+/// Chooses, for the whole process, whether the models' convolutions and training-mode
+/// BatchNorm + activation run on fl-job's own CPU kernels (the default) or on Burn's ops.
+/// Only the `flex` backend has the kernels; others always use Burn's ops. Turning them off
+/// is for measuring what they gain (`fl-job bench --burn-ops`) and for tests that compare
+/// the two; the gradients agree (see `tests/training.rs`).
+pub fn set_cpu_kernels(enabled: bool) {
+    CPU_KERNELS.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether fl-job's own CPU kernels are in use (see [`set_cpu_kernels`]).
+pub fn cpu_kernels() -> bool {
+    CPU_KERNELS.load(Ordering::Relaxed)
+}
 
 /// The autodiff backend `Device::flex().autodiff()` builds.
 type FlexAd = Autodiff<Flex, NoCheckpointing>;
@@ -27,7 +45,7 @@ type FlexAd = Autodiff<Flex, NoCheckpointing>;
 /// `conv.forward(x)` through our kernels, or `None` when this convolution or backend is not
 /// one they handle (then the caller falls back to `Conv2d::forward`).
 pub(crate) fn conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
-    if !super::cpu_kernels() {
+    if !cpu_kernels() {
         return None;
     }
     let geom = geometry(conv, x.dims())?;
@@ -63,7 +81,7 @@ pub(crate) fn conv_bn_act_eval(
     act: Act,
     x: &Tensor<4>,
 ) -> Option<Tensor<4>> {
-    if !super::cpu_kernels() {
+    if !cpu_kernels() {
         return None;
     }
     let geom = geometry(conv, x.dims())?;
@@ -91,7 +109,7 @@ pub(crate) fn conv_bn_act_eval(
     if scale.len() != geom.cout || shift.len() != geom.cout {
         return None;
     }
-    let epilogue = conv_kernels::Epilogue {
+    let epilogue = Epilogue {
         scale: &scale,
         shift: &shift,
         act,

@@ -21,60 +21,16 @@ use rayon::prelude::*;
 
 use std::cell::RefCell;
 
-use super::conv_kernels::{
-    Epilogue, Geom, Mat, group_size, matmul_strided, sum_partials, take, with_local, zeroed,
-};
+use super::gemm::{Mat, matmul_strided};
+use super::kernel_types::{Epilogue, Geom, flip_transpose, group_size};
 use super::layout::{from_hwc, to_hwc};
+use super::scratch::{sum_partials, take, with_local, zeroed};
 use super::winograd_f2::F2;
 use super::winograd_f4::F4;
+use super::winograd_variant::Variant;
 
 /// Transformed elements per channel pair of the largest tile, F(4 × 4, 3 × 3)'s 6 × 6.
 const MAX_XI: usize = 36;
-
-/// [`Variant::INPUT_TILE`]: `(p, pw, c, y0, x0, half, v, stride, at)`.
-pub(super) type InputTile =
-    fn(&[f32], usize, usize, usize, usize, &mut [f32], &mut [f32], usize, usize);
-/// [`Variant::OUTPUT_TILE`]: `(m, stride, at, c, half, g, y0, x0, hwc)`.
-pub(super) type OutputTile =
-    fn(&[f32], usize, usize, usize, &mut [f32], &Geom, usize, usize, &mut [f32]);
-/// [`Variant::GRAD_TILE`]: `(hwc, g, y0, x0, dm, stride, at, c, half, zero)`.
-pub(super) type GradTile =
-    fn(&[f32], &Geom, usize, usize, &mut [f32], usize, usize, usize, &mut [f32], &[f32]);
-
-/// One Winograd tile size: its transforms, each over whole channel vectors (the tile
-/// transforms are the `wide!` functions of its file, named here).
-pub(super) trait Variant {
-    /// Output tile edge `m`.
-    const M: usize;
-    /// Input tile edge, `m + 2`.
-    const A: usize = Self::M + 2;
-    /// Transformed elements per channel pair, `(m + 2)²`.
-    const XI: usize = Self::A * Self::A;
-    /// If flipping a filter permutes the interpolation points, the permutation of the
-    /// transformed filter's rows (and columns): the input gradient then reads the forward's
-    /// transformed filters with no transform of its own.
-    const FLIP: Option<[usize; 6]>;
-
-    /// `G · w · Gᵀ` for one 3 × 3 filter `w` (row-major), row-major `A × A` (the first `XI`).
-    fn filter(w: &[f32]) -> [f32; 36];
-
-    /// `Gᵀ · dU · G` (row-major 3 × 3) for the `A × A` values `e(ξ)`.
-    fn filter_grad(e: impl Fn(usize) -> f32) -> [f32; 9];
-
-    /// `V[ξ][tile] = (Bᵀ · d · B)[ξ]` for the input tile at `(y0, x0)` of the padded,
-    /// channels-innermost input `p` (`pw` wide, `c` channels); the `XI` planes of `v` are
-    /// `stride` apart, this tile's channels start at `at`. `half` has `XI · c` scratch.
-    const INPUT_TILE: InputTile;
-
-    /// The output pixels of the tile at `(y0, x0)` (those inside the map) from its products
-    /// `m` (planes `stride` apart, channels from `at`): `Aᵀ · M · A`, channels-innermost
-    /// into `hwc`.
-    const OUTPUT_TILE: OutputTile;
-
-    /// `dM[ξ][tile] = (A · dY · Aᵀ)[ξ]` for the output-gradient tile at `(y0, x0)` of the
-    /// channels-innermost `hwc` (zero past the map's edge: `zero` is `c` zeros).
-    const GRAD_TILE: GradTile;
-}
 
 /// The tile sizes [`choose`] picks from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,23 +163,6 @@ fn backward_filters<V: Variant>(cin: usize, tmp: &[f32], p: [usize; 6]) -> Filte
         start: std::array::from_fn(|xi| (p[(xi / V::A) % 6] * V::A + p[xi % V::A]) * cin),
         cs: V::XI * cin,
     }
-}
-
-/// The filters of the input-gradient convolution as plain weights: flipped and transposed,
-/// `[cin, cout, 3, 3]`.
-pub(crate) fn flip_transpose(g: &Geom, weight: &[f32]) -> Vec<f32> {
-    let mut out = vec![0.0f32; weight.len()];
-    out.par_chunks_mut(g.cout * 9)
-        .enumerate()
-        .for_each(|(ci, row)| {
-            for (co, dst) in row.chunks_exact_mut(9).enumerate() {
-                let src = &weight[(co * g.cin + ci) * 9..][..9];
-                for (d, s) in dst.iter_mut().zip(src.iter().rev()) {
-                    *d = *s;
-                }
-            }
-        });
-    out
 }
 
 /// Forward convolution by [`choose`]'s tile, with `epilogue` applied per output plane.
@@ -548,7 +487,7 @@ fn group_weight_grad<V: Variant>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::conv_kernels::tests::{close, naive, same3x3, values};
+    use crate::model::test_support::{close, naive, same3x3, values};
 
     /// Forward and input gradient against the f64 definition (1e-5 relative to the largest
     /// value) on small channel counts, which [`applies`] would send elsewhere: odd and even,

@@ -3,14 +3,14 @@
 //! of that register and one store. Stride-2 rows ([`copy_strided`], [`add_strided`]): every other element
 //! of two registers, one two-register permute per 16 outputs.
 //!
-//! Why: `conv_kernels::im2col` builds a row per (channel, tap) with a shifted copy and then
+//! Why: `conv_im2col::im2col` builds a row per (channel, tap) with a shifted copy and then
 //! zeroes the borders row by row; on a 4 × 4 map a row is 16 elements in four runs of four,
 //! so the bookkeeping outweighed the copy: im2col was 19 % of ResNet-18 ×16's 4 × 4 layers
 //! (the GEMM 49 %), and those layers run im2col three times per step (forward, the input
 //! gradient's convolution, the weight gradient). The stride-2 layers' rows were copied one
 //! element at a time: im2col was 28–34 % of those layers.
 
-use super::conv_kernels::Geom;
+use super::kernel_types::Geom;
 
 /// Most taps per plane: 3 × 3 kernels.
 const MAX_TAPS: usize = 9;
@@ -110,12 +110,10 @@ pub(super) fn add_strided(dst: &mut [f32], src: &[f32], stride: usize) {
     }
 }
 
-/// The kernels are AVX-512; elsewhere `conv_kernels::im2col` does the work.
+/// The kernels are AVX-512 (masked permutes, which no narrower set has); elsewhere, or
+/// when `FL_JOB_ISA` lowers the choice, `conv_im2col::im2col` does the work.
 fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return super::simd::has_avx512();
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    super::isa::avx512()
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -254,45 +252,6 @@ mod tests {
                 assert_eq!(&dst[..n], &want[..], "n {n} extra {extra}");
                 assert_eq!(&dst[n..], &[-1.0; 3], "wrote past n {n}");
             }
-        }
-    }
-
-    /// The same matrix as `conv_kernels`' general im2col (checked element by element there
-    /// against the convolution's definition) on 4 × 4, 3 × 3, 2 × 2 and 4 × 3 maps, strides 1
-    /// and 2, padding 0 and 1, kernels 1 and 3; nothing outside the sample's columns written.
-    #[test]
-    fn matches_the_general_im2col() {
-        if !available() {
-            return;
-        }
-        for (h, w, k, stride, pad) in [
-            (4, 4, 3, 1, 1),
-            (3, 3, 3, 1, 1),
-            (2, 2, 3, 1, 1),
-            (4, 3, 3, 1, 1),
-            (4, 4, 3, 2, 1),
-            (4, 4, 1, 1, 0),
-            (4, 4, 3, 1, 0),
-        ] {
-            let g = Geom {
-                n: 1,
-                cin: 5,
-                h,
-                w,
-                cout: 2,
-                k,
-                stride,
-                pad,
-                depthwise: false,
-            };
-            let x: Vec<f32> = (0..g.cin * h * w).map(|i| i as f32 + 1.0).collect();
-            let (rows, cols) = (g.cin * k * k, g.ho() * g.wo());
-            let (ld, off) = (cols * 3, cols);
-            let mut ours = vec![-7.0f32; rows * ld];
-            let mut want = ours.clone();
-            assert!(im2col(&g, &x, &mut ours, ld, off));
-            super::super::conv_kernels::im2col_general(&g, &x, &mut want, ld, off);
-            assert_eq!(ours, want, "{h}×{w} k{k} s{stride} p{pad}");
         }
     }
 

@@ -20,13 +20,7 @@ use burn::tensor::{Device, Tensor, s};
 
 use super::bn_op;
 
-/// The activation after a [`ConvBn`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Act {
-    None,
-    Relu,
-    Relu6,
-}
+pub(crate) use super::kernel_types::Act;
 
 /// Convolution without bias (BatchNorm follows), then BatchNorm, then an activation.
 #[derive(Module, Debug)]
@@ -85,7 +79,7 @@ impl ConvBn {
         } else {
             self.conv.forward(x)
         };
-        if training && super::cpu_kernels() {
+        if training && super::conv_op::cpu_kernels() {
             let bn = &self.bn;
             if let Some(out) =
                 bn_op::bn_act_train(&x, &bn.gamma.val(), &bn.beta.val(), bn.epsilon, act)
@@ -97,7 +91,7 @@ impl ConvBn {
             }
         }
         if !training
-            && super::cpu_kernels()
+            && super::conv_op::cpu_kernels()
             && let Some(y) = bn_op::bn_act_eval(&x, &self.bn, act)
         {
             return y;

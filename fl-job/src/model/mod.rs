@@ -3,32 +3,43 @@
 //! - `resnet.rs`, `mobilenet.rs`: the architectures; `layers.rs`: conv + BatchNorm (+ act).
 //! - On the `flex` CPU backend the layers run on fl-job's own kernels (switch:
 //!   [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops;
-//!   `conv_kernels.rs` (im2col + GEMM, planar depthwise), `conv_winograd.rs` (3 × 3
-//!   stride 1) and `depthwise_nhwc.rs` (depthwise on small maps) compute on plain slices;
-//!   `conv_direct.rs` (3 × 3 stride 1 on thin layers) and `im2col_simd.rs` (im2col of maps
-//!   up to 16 pixels) are written in AVX-512 and stand aside on CPUs without it.
-//!   `layout.rs` converts between channel planes and channels-innermost buffers;
-//!   `simd.rs` compiles those loops for the CPU's widest vectors (`wide!`).
-//!   Results do not depend on the thread count. Why and how fast: `fl-job/TRAINING.md`.
+//!   `conv_kernels.rs` is the dispatcher that picks each convolution's algorithm:
+//!   `conv_direct.rs` (3 × 3 stride 1 on thin layers), `conv_winograd.rs` (3 × 3 stride 1,
+//!   tiles in `winograd_f2.rs`, `winograd_f4.rs`, `winograd_variant.rs`), `conv_im2col.rs`
+//!   (im2col + GEMM; `im2col_simd.rs` holds its AVX-512 permutes), `depthwise_nhwc.rs` and
+//!   `depthwise_planar.rs`. Leaves: `kernel_types.rs` (shared types), `scratch.rs`,
+//!   `gemm.rs`, `layout.rs` (planes ↔ channels-innermost), `simd.rs` (`wide!`) and
+//!   `isa.rs`, the one place that picks the instruction set (pulp: AVX-512, AVX2 + FMA,
+//!   NEON or scalar, once per process). Imports run one way, dispatcher → algorithms →
+//!   leaves. Results do not depend on the thread count. Why and how fast:
+//!   `fl-job/TRAINING.md`.
 
 mod bn_op;
 mod conv_direct;
+mod conv_im2col;
 mod conv_kernels;
 mod conv_op;
 mod conv_winograd;
 mod depthwise_nhwc;
+mod depthwise_planar;
+mod gemm;
 mod im2col_simd;
+mod isa;
+mod kernel_types;
 mod layers;
 mod layout;
 mod mobilenet;
 mod resnet;
+mod scratch;
 mod simd;
+#[cfg(test)]
+mod test_support;
 mod winograd_f2;
 mod winograd_f4;
+mod winograd_variant;
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
@@ -39,24 +50,11 @@ pub use resnet::{BasicBlock, ResNet};
 
 /// Also used by the fused SGD step (`crate::sgd`).
 pub(crate) use conv_op::flex_tensor;
+pub use conv_op::{cpu_kernels, set_cpu_kernels};
+/// The instruction set the CPU kernels run (`avx512`, `avx2`, `neon` or `scalar`).
+pub use isa::name as kernel_isa;
 
 use crate::error::FlError;
-
-static CPU_KERNELS: AtomicBool = AtomicBool::new(true);
-
-/// Chooses, for the whole process, whether the models' convolutions and training-mode
-/// BatchNorm + activation run on fl-job's own CPU kernels (the default) or on Burn's ops.
-/// Only the `flex` backend has the kernels; others always use Burn's ops. Turning them off
-/// is for measuring what they gain (`fl-job bench --burn-ops`) and for tests that compare
-/// the two; the gradients agree (see `tests/training.rs`).
-pub fn set_cpu_kernels(enabled: bool) {
-    CPU_KERNELS.store(enabled, Ordering::Relaxed);
-}
-
-/// Whether fl-job's own CPU kernels are in use (see [`set_cpu_kernels`]).
-pub fn cpu_kernels() -> bool {
-    CPU_KERNELS.load(Ordering::Relaxed)
-}
 
 /// FEMNIST's class count, the models' output size.
 pub const NUM_CLASSES: usize = datasets::NUM_CLASSES;

@@ -1,73 +1,33 @@
-//! [`wide!`]: compile a kernel for this CPU's widest vector instructions, chosen at run time.
+//! [`wide!`]: compile a loop for this CPU's widest vector instructions, chosen at run time.
 //!
 //! Why: the crate is built for baseline x86-64 (SSE2, 4 lanes) so that one binary runs on
 //! any machine, and the `gemm` crate dispatches its micro-kernels at run time, but our own
-//! loops (tile transforms, layout conversions, im2col, BatchNorm, SGD) stayed at 4 lanes on
-//! a machine with 16. `wide!` wraps a function so that its body is compiled three times:
-//! for AVX-512, for AVX2 + FMA, and for the baseline; the first call asks the CPU which it
-//! can run (`is_x86_feature_detected!`, cached by std). Results are bit-identical across the
-//! three: Rust never contracts `a * b + c` into a fused multiply-add nor reorders float
-//! sums, so wider vectors only do the same operations more at a time.
+//! loops (tile transforms, layout conversions) stayed at 4 lanes on a machine with 16.
+//! `wide!` wraps a function so that its body runs through [`super::isa::arch`]: pulp
+//! compiles it for AVX-512, AVX2 + FMA and the baseline (NEON on AArch64) and calls the
+//! one picked once for the process. Results are bit-identical across them: Rust never
+//! contracts `a * b + c` into a fused multiply-add nor reorders float sums, so wider
+//! vectors only do the same operations more at a time.
 //!
 //! Helpers the body calls are compiled wide only if they are inlined into it: mark them
-//! `#[inline(always)]`.
+//! `#[inline(always)]`. Kernels that need explicit vectors (fused multiply-adds held in
+//! registers) implement [`pulp::WithSimd`] instead (`conv_direct.rs`).
 
 /// `wide! { fn name(arg: Type, …) -> Ret { body } }`: the function, with its body compiled
-/// for AVX-512, AVX2 + FMA and the baseline, picked per call by what the CPU has. Plain
+/// for every instruction set pulp dispatches to, run on [`super::isa::arch`]'s. Plain
 /// (non-generic) functions only; attributes and visibility are kept.
 macro_rules! wide {
     ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
-        // The crate denies unsafe code; this is the one kind it allows here, calling a
-        // function compiled for features the CPU was just checked for.
-        #[allow(unsafe_code)]
         $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
             fn body($($arg: $ty),*) $(-> $ret)? $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-                fn v4($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
-                #[target_feature(enable = "avx2,fma")]
-                fn v3($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
-                if $crate::model::simd::has_avx512() {
-                    // SAFETY: the CPU has every feature `v4` is compiled for.
-                    return unsafe { v4($($arg),*) };
-                }
-                if $crate::model::simd::has_avx2() {
-                    // SAFETY: the CPU has every feature `v3` is compiled for.
-                    return unsafe { v3($($arg),*) };
-                }
-            }
-            body($($arg),*)
+            $crate::model::isa::Dispatch::run($crate::model::isa::arch(), || body($($arg),*))
         }
     };
 }
 
 pub(crate) use wide;
-
-/// Whether this CPU runs the AVX-512 version ([`wide!`]'s first choice). Asked once and
-/// kept: the AVX-512 im2col pieces ask it per row, thousands of times a step, and six
-/// feature look-ups each time showed in a profile of a ResNet-18 ×16 step.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) fn has_avx512() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("avx512dq")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && has_avx2()
-    })
-}
-
-/// Whether this CPU runs the AVX2 + FMA version.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) fn has_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-}
 
 /// Lanes per chunk in [`lin`]: one AVX-512 register of `f32`.
 const LANES: usize = 16;

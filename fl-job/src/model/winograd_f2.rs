@@ -4,9 +4,9 @@
 //! ulps of the direct convolution's. Every function works on whole channel vectors
 //! (channels innermost), so each step is a vector operation across channels.
 
-use super::conv_kernels::Geom;
-use super::conv_winograd::{GradTile, InputTile, OutputTile, Variant};
+use super::kernel_types::Geom;
 use super::simd::{lin, wide};
+use super::winograd_variant::{GradTile, InputTile, OutputTile, Variant};
 
 /// F(2 × 2, 3 × 3).
 pub(super) struct F2;

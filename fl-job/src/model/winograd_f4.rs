@@ -19,9 +19,9 @@
 //! [`lin`] call, whose `&mut` destination the compiler knows aliases nothing it reads, so it
 //! vectorises without run-time overlap checks.
 
-use super::conv_kernels::Geom;
-use super::conv_winograd::{GradTile, InputTile, OutputTile, Variant};
+use super::kernel_types::Geom;
 use super::simd::{lin, wide};
+use super::winograd_variant::{GradTile, InputTile, OutputTile, Variant};
 
 /// F(4 × 4, 3 × 3).
 pub(super) struct F4;

@@ -1,0 +1,447 @@
+//! Dense convolutions by im2col + GEMM on contiguous NCHW `f32` slices: forward, input
+//! gradient and weight gradient, for any geometry (the dispatcher, `conv_kernels.rs`, sends
+//! the layers that a faster path fits elsewhere).
+//!
+//! Why our own: on Burn's `flex` backend a 3 × 3 convolution's backward is a transposed
+//! convolution (GEMM + col2im scatter over NHWC copies) plus a batch-as-channels convolution,
+//! and about half of a training step was data movement around the GEMMs (profile in
+//! `fl-job/TRAINING.md`). Here the weight gradient is one GEMM against the im2col matrix, the
+//! input gradient one GEMM then a col2im into NCHW, and nothing changes layout.
+//!
+//! Parallelism is over the batch: the samples are cut into groups and each group runs its
+//! GEMMs single-threaded (`gemm::Parallelism::None`), so threads never wait on each other
+//! inside a layer. Samples whose output maps are small (ResNet's 4 × 4 stage) share a group,
+//! stacked side by side so that each GEMM stays wide. The groups depend on the geometry
+//! only, never on the thread count, and the weight gradient sums the groups' shares in
+//! group order: results are bit-identical at any number of threads (the virtual clock's
+//! determinism test in venn-lab trains at 1 and 2 threads and compares the CSVs).
+//!
+//! The kernels know nothing of Burn (the autodiff glue is `conv_op.rs`).
+
+use std::cell::RefCell;
+
+use rayon::prelude::*;
+
+use super::gemm::{Mat, matmul};
+use super::im2col_simd;
+use super::kernel_types::{Epilogue, Geom};
+use super::scratch::{sum_partials, take, with_local, zeroed};
+
+/// The output columns `lo..hi` whose input column `ow·stride + kw − pad` lies inside `0..w`.
+fn valid_cols(g: &Geom, kw: usize, out: usize, size: usize) -> (usize, usize) {
+    let shift = kw as isize - g.pad as isize;
+    let s = g.stride as isize;
+    // ow·s + shift ≥ 0  ⇔  ow ≥ ceil(−shift / s)
+    let lo = if shift >= 0 {
+        0
+    } else {
+        ((-shift) + s - 1) / s
+    };
+    // ow·s + shift ≤ size − 1  ⇔  ow ≤ floor((size − 1 − shift) / s)
+    let last = size as isize - 1 - shift;
+    let hi = if last < 0 { 0 } else { last / s + 1 };
+    let hi = (hi as usize).min(out);
+    let lo = (lo as usize).min(hi);
+    (lo, hi)
+}
+
+/// Input row for output row `oh` and kernel row `kh`, if inside the image.
+fn input_row(g: &Geom, oh: usize, kh: usize) -> Option<usize> {
+    let ih = (oh * g.stride + kh) as isize - g.pad as isize;
+    (ih >= 0 && (ih as usize) < g.h).then_some(ih as usize)
+}
+
+/// Whether output and input maps have the same size at stride 1 ("same" padding): then an
+/// im2col row is the whole input plane shifted by one offset, with a few border elements
+/// zeroed, and it is copied in one piece instead of row by row.
+fn same_size(g: &Geom) -> bool {
+    g.stride == 1 && g.ho() == g.h && g.wo() == g.w
+}
+
+/// For [`same_size`] geometries: the signed shift from an im2col row to its input plane, the
+/// range of output rows whose input row exists, and the valid output columns.
+fn shift_plan(g: &Geom, kh: usize, kw: usize) -> (isize, usize, usize, usize, usize) {
+    let w = g.w as isize;
+    let shift = (kh as isize - g.pad as isize) * w + (kw as isize - g.pad as isize);
+    let oh_lo = g.pad.saturating_sub(kh).min(g.h);
+    let oh_hi = (g.h + g.pad).saturating_sub(kh).min(g.h).max(oh_lo);
+    let (lo, hi) = valid_cols(g, kw, g.wo(), g.w);
+    (shift, oh_lo, oh_hi, lo, hi)
+}
+
+/// The part of `dst[a..b]` (in dst indices) whose source index `i + shift` lies in
+/// `0..len`.
+fn overlap(a: usize, b: usize, shift: isize, len: usize) -> (usize, usize) {
+    let lo = (a as isize).max(-shift).max(0) as usize;
+    let hi = ((b as isize).min(len as isize - shift).max(lo as isize)) as usize;
+    (lo, hi)
+}
+
+/// Writes one sample's im2col matrix `[cin·k·k, ho·wo]` into `col`, whose rows are `ld` long,
+/// starting at column `off`: by register permutes for maps of up to 16 pixels
+/// (`im2col_simd`), otherwise by [`im2col_general`].
+fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
+    if !im2col_simd::im2col(g, x, col, ld, off) {
+        im2col_general(g, x, col, ld, off);
+    }
+}
+
+/// [`im2col`] by row copies, for any geometry.
+pub(super) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
+    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+    let plane_len = g.h * g.w;
+    for c in 0..g.cin {
+        let plane = &x[c * plane_len..(c + 1) * plane_len];
+        for kh in 0..k {
+            for kw in 0..k {
+                let row = (c * k + kh) * k + kw;
+                let dst = &mut col[row * ld + off..row * ld + off + ho * wo];
+                if same_size(g) {
+                    let (shift, oh_lo, oh_hi, lo, hi) = shift_plan(g, kh, kw);
+                    let (a, b) = overlap(oh_lo * wo, oh_hi * wo, shift, plane_len);
+                    dst[..a].fill(0.0);
+                    dst[b..].fill(0.0);
+                    let from = (a as isize + shift) as usize;
+                    dst[a..b].copy_from_slice(&plane[from..from + (b - a)]);
+                    // The shifted copy wrapped these columns round from the next row.
+                    if lo > 0 || hi < wo {
+                        for r in dst.chunks_exact_mut(wo) {
+                            r[..lo].fill(0.0);
+                            r[hi..].fill(0.0);
+                        }
+                    }
+                    continue;
+                }
+                let (lo, hi) = valid_cols(g, kw, wo, g.w);
+                for oh in 0..ho {
+                    let d = &mut dst[oh * wo..(oh + 1) * wo];
+                    let Some(ih) = input_row(g, oh, kh) else {
+                        d.fill(0.0);
+                        continue;
+                    };
+                    let src = &plane[ih * g.w..(ih + 1) * g.w];
+                    d[..lo].fill(0.0);
+                    d[hi..].fill(0.0);
+                    if lo < hi {
+                        let first = lo * g.stride + kw - g.pad;
+                        if g.stride == 1 {
+                            d[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
+                        } else {
+                            im2col_simd::copy_strided(&mut d[lo..hi], &src[first..], g.stride);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Adds one sample's column gradient (`[cin·k·k, ho·wo]`, rows `ld` long, from column `off`)
+/// back onto the input gradient `dx` (`[cin, h, w]`): the transpose of [`im2col`]. The
+/// column gradient is scratch: border elements that im2col had zeroed are cleared in it.
+fn col2im_add(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f32]) {
+    let (ho, wo, k) = (g.ho(), g.wo(), g.k);
+    let plane_len = g.h * g.w;
+    for c in 0..g.cin {
+        let plane = &mut dx[c * plane_len..(c + 1) * plane_len];
+        for kh in 0..k {
+            for kw in 0..k {
+                let row = (c * k + kh) * k + kw;
+                let srcrow = &mut col[row * ld + off..row * ld + off + ho * wo];
+                if same_size(g) {
+                    let (shift, oh_lo, oh_hi, lo, hi) = shift_plan(g, kh, kw);
+                    // Clear what would wrap onto a neighbouring row, then add in one piece.
+                    if lo > 0 || hi < wo {
+                        for r in srcrow.chunks_exact_mut(wo) {
+                            r[..lo].fill(0.0);
+                            r[hi..].fill(0.0);
+                        }
+                    }
+                    let (a, b) = overlap(oh_lo * wo, oh_hi * wo, shift, plane_len);
+                    let from = (a as isize + shift) as usize;
+                    for (d, v) in plane[from..from + (b - a)].iter_mut().zip(&srcrow[a..b]) {
+                        *d += *v;
+                    }
+                    continue;
+                }
+                let (lo, hi) = valid_cols(g, kw, wo, g.w);
+                if lo >= hi {
+                    continue;
+                }
+                let first = lo * g.stride + kw - g.pad;
+                for oh in 0..ho {
+                    let Some(ih) = input_row(g, oh, kh) else {
+                        continue;
+                    };
+                    let s = &srcrow[oh * wo + lo..oh * wo + hi];
+                    let d = &mut plane[ih * g.w..(ih + 1) * g.w];
+                    if g.stride == 1 {
+                        for (o, v) in d[first..first + (hi - lo)].iter_mut().zip(s) {
+                            *o += *v;
+                        }
+                    } else {
+                        im2col_simd::add_strided(&mut d[first..], s, g.stride);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Per-thread buffers, grown on first use and kept from call to call ([`with_local`]): every
+/// kernel writes all of what it reads back, so they are never cleared.
+#[derive(Default)]
+struct Scratch {
+    col: Vec<f32>,
+    dcol: Vec<f32>,
+    stacked: Vec<f32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Forward convolution by im2col + GEMM, then `epilogue` on every output channel if given.
+pub(super) fn forward(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    epilogue: Option<&Epilogue<'_>>,
+) -> Vec<f32> {
+    let mut out = zeroed(g.n * g.out_len());
+    let group = g.group();
+    out.par_chunks_mut(group * g.out_len())
+        .zip(x.par_chunks(group * g.in_len()))
+        .for_each(|(out, xs)| {
+            with_local(&SCRATCH, |scratch| {
+                forward_group(g, xs, weight, out, scratch, epilogue)
+            })
+        });
+    out
+}
+
+/// One group of samples as one GEMM: `out[cout, gs·spatial] = W[cout, kdim] · col`.
+fn forward_group(
+    g: &Geom,
+    xs: &[f32],
+    weight: &[f32],
+    out: &mut [f32],
+    scratch: &mut Scratch,
+    epilogue: Option<&Epilogue<'_>>,
+) {
+    let gs = xs.len() / g.in_len();
+    let spatial = g.ho() * g.wo();
+    let (kdim, ld) = (g.kdim(), gs * spatial);
+    let w = Mat {
+        data: weight,
+        rows: g.cout,
+        cols: kdim,
+        rs: kdim,
+        cs: 1,
+    };
+    let cols: &[f32] = if g.direct(gs) {
+        xs
+    } else {
+        let col = take(&mut scratch.col, kdim * ld);
+        for (j, xj) in xs.chunks_exact(g.in_len()).enumerate() {
+            im2col(g, xj, col, ld, j * spatial);
+        }
+        col
+    };
+    let b = Mat {
+        data: cols,
+        rows: kdim,
+        cols: ld,
+        rs: ld,
+        cs: 1,
+    };
+    if gs == 1 {
+        matmul(out, spatial, w, b, false);
+        if let Some(e) = epilogue {
+            for (co, plane) in out.chunks_exact_mut(spatial).enumerate() {
+                e.apply(co, plane);
+            }
+        }
+        return;
+    }
+    let tmp = take(&mut scratch.stacked, g.cout * ld);
+    matmul(tmp, ld, w, b, false);
+    // `[cout, gs·spatial]` → `gs × [cout, spatial]`.
+    for (j, o) in out.chunks_exact_mut(g.out_len()).enumerate() {
+        for (co, dst) in o.chunks_exact_mut(spatial).enumerate() {
+            let src = &tmp[co * ld + j * spatial..co * ld + (j + 1) * spatial];
+            match epilogue {
+                Some(e) => e.write(co, dst, src),
+                None => dst.copy_from_slice(src),
+            }
+        }
+    }
+}
+
+/// Gradients of a dense convolution by im2col + GEMM, each only if asked for.
+pub(super) fn backward(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    grad_out: &[f32],
+    want_dx: bool,
+    want_dw: bool,
+) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
+    let group = g.group();
+    let (xc, gc) = (group * g.in_len(), group * g.out_len());
+    let mut dx = want_dx.then(|| zeroed(g.n * g.in_len()));
+    // Collected in group order, so the sum below is the same at any thread count.
+    let partials: Vec<Option<Vec<f32>>> = match dx.as_mut() {
+        Some(dx) => dx
+            .par_chunks_mut(xc)
+            .zip(x.par_chunks(xc))
+            .zip(grad_out.par_chunks(gc))
+            .map(|((dx, xs), gs)| {
+                with_local(&SCRATCH, |scratch| {
+                    backward_group(g, xs, weight, gs, Some(dx), want_dw, scratch)
+                })
+            })
+            .collect(),
+        None => x
+            .par_chunks(xc)
+            .zip(grad_out.par_chunks(gc))
+            .map(|(xs, gs)| {
+                with_local(&SCRATCH, |scratch| {
+                    backward_group(g, xs, weight, gs, None, want_dw, scratch)
+                })
+            })
+            .collect(),
+    };
+    let dw = want_dw.then(|| sum_partials(partials, g.weight_len()));
+    (dx, dw)
+}
+
+/// One group's input gradient (written into `dx`) and its share of the weight gradient, each
+/// one GEMM over the group's samples stacked side by side.
+fn backward_group(
+    g: &Geom,
+    xs: &[f32],
+    weight: &[f32],
+    gouts: &[f32],
+    dx: Option<&mut [f32]>,
+    want_dw: bool,
+    scratch: &mut Scratch,
+) -> Option<Vec<f32>> {
+    let gs = xs.len() / g.in_len();
+    let spatial = g.ho() * g.wo();
+    let (kdim, ld) = (g.kdim(), gs * spatial);
+    let Scratch { col, dcol, stacked } = scratch;
+    // The output gradient of these samples as one `[cout, ld]` matrix.
+    let gmat: &[f32] = if gs == 1 {
+        gouts
+    } else {
+        let gtmp = take(stacked, g.cout * ld);
+        for (j, gj) in gouts.chunks_exact(g.out_len()).enumerate() {
+            for (co, src) in gj.chunks_exact(spatial).enumerate() {
+                gtmp[co * ld + j * spatial..co * ld + (j + 1) * spatial].copy_from_slice(src);
+            }
+        }
+        gtmp
+    };
+    let gm = Mat {
+        data: gmat,
+        rows: g.cout,
+        cols: ld,
+        rs: ld,
+        cs: 1,
+    };
+    let dw = want_dw.then(|| {
+        let cols: &[f32] = if g.direct(gs) {
+            xs
+        } else {
+            let col = take(col, kdim * ld);
+            for (j, xj) in xs.chunks_exact(g.in_len()).enumerate() {
+                im2col(g, xj, col, ld, j * spatial);
+            }
+            col
+        };
+        // dW[cout, kdim] = G[cout, ld] · colᵀ[ld, kdim]
+        let colt = Mat {
+            data: cols,
+            rows: ld,
+            cols: kdim,
+            rs: 1,
+            cs: ld,
+        };
+        let mut dw = vec![0.0f32; g.cout * kdim];
+        matmul(&mut dw, kdim, gm, colt, false);
+        dw
+    });
+    if let Some(dx) = dx {
+        // Wᵀ as a `[kdim, cout]` view of the `[cout, kdim]` weight.
+        let wt = Mat {
+            data: weight,
+            rows: kdim,
+            cols: g.cout,
+            rs: 1,
+            cs: kdim,
+        };
+        if g.direct(gs) {
+            // The column gradient is the input gradient itself.
+            matmul(dx, ld, wt, gm, false);
+        } else {
+            // dcol[kdim, ld] = Wᵀ · G, then back onto the input.
+            let dcol = take(dcol, kdim * ld);
+            matmul(dcol, ld, wt, gm, false);
+            for (j, d) in dx.chunks_exact_mut(g.in_len()).enumerate() {
+                col2im_add(g, dcol, ld, j * spatial, d);
+            }
+        }
+    }
+    dw
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `im2col_simd`'s matrix is the same as [`im2col_general`]'s (checked against the
+    /// convolution's definition through the dispatcher's tests) on 4 × 4, 3 × 3, 2 × 2 and
+    /// 4 × 3 maps, strides 1 and 2, padding 0 and 1, kernels 1 and 3; nothing outside the
+    /// sample's columns written. AVX-512 only: elsewhere it says so and checks nothing.
+    #[test]
+    fn matches_the_general_im2col() {
+        if !crate::model::isa::avx512() {
+            crate::model::isa::say(&format!(
+                "SKIPPED conv_im2col::matches_the_general_im2col: the kernels run {}, not \
+                 avx512 (the general im2col, used instead, is tested in conv_kernels)",
+                crate::model::isa::name()
+            ));
+            return;
+        }
+        for (h, w, k, stride, pad) in [
+            (4, 4, 3, 1, 1),
+            (3, 3, 3, 1, 1),
+            (2, 2, 3, 1, 1),
+            (4, 3, 3, 1, 1),
+            (4, 4, 3, 2, 1),
+            (4, 4, 1, 1, 0),
+            (4, 4, 3, 1, 0),
+        ] {
+            let g = Geom {
+                n: 1,
+                cin: 5,
+                h,
+                w,
+                cout: 2,
+                k,
+                stride,
+                pad,
+                depthwise: false,
+            };
+            let x: Vec<f32> = (0..g.cin * h * w).map(|i| i as f32 + 1.0).collect();
+            let (rows, cols) = (g.cin * k * k, g.ho() * g.wo());
+            let (ld, off) = (cols * 3, cols);
+            let mut ours = vec![-7.0f32; rows * ld];
+            let mut want = ours.clone();
+            assert!(im2col_simd::im2col(&g, &x, &mut ours, ld, off));
+            im2col_general(&g, &x, &mut want, ld, off);
+            assert_eq!(ours, want, "{h}×{w} k{k} s{stride} p{pad}");
+        }
+    }
+}

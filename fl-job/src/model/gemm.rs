@@ -1,0 +1,85 @@
+//! The one GEMM call: single-threaded `f32` matrix products on strided views, through the
+//! `gemm` crate (which picks its own micro-kernel for the CPU at run time).
+
+/// A strided read-only matrix view for [`matmul`].
+#[derive(Clone, Copy)]
+pub(super) struct Mat<'a> {
+    pub data: &'a [f32],
+    pub rows: usize,
+    pub cols: usize,
+    /// Row and column strides, in elements.
+    pub rs: usize,
+    pub cs: usize,
+}
+
+impl Mat<'_> {
+    /// Whether every element lies inside `data` (checked before the unsafe GEMM).
+    fn fits(&self) -> bool {
+        self.rows == 0
+            || self.cols == 0
+            || (self.rows - 1) * self.rs + (self.cols - 1) * self.cs < self.data.len()
+    }
+}
+
+/// `dst[rows × cols, row stride dst_rs] (+)= a · b`, single-threaded.
+#[allow(unsafe_code)]
+pub(super) fn matmul(dst: &mut [f32], dst_rs: usize, a: Mat<'_>, b: Mat<'_>, accumulate: bool) {
+    matmul_strided(dst, dst_rs, 1, a, b, accumulate);
+}
+
+/// [`matmul`] into a destination with row stride `dst_rs` and column stride `dst_cs`.
+#[allow(unsafe_code)]
+pub(super) fn matmul_strided(
+    dst: &mut [f32],
+    dst_rs: usize,
+    dst_cs: usize,
+    a: Mat<'_>,
+    b: Mat<'_>,
+    accumulate: bool,
+) {
+    let (m, n, k) = (a.rows, b.cols, a.cols);
+    assert_eq!(a.cols, b.rows, "matmul: inner dimensions differ");
+    assert!(a.fits() && b.fits(), "matmul: operand view out of bounds");
+    assert!(
+        m == 0 || n == 0 || (m - 1) * dst_rs + (n - 1) * dst_cs < dst.len(),
+        "matmul: destination too small"
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for r in 0..m {
+                for c in 0..n {
+                    dst[r * dst_rs + c * dst_cs] = 0.0;
+                }
+            }
+        }
+        return;
+    }
+    // SAFETY: the asserts above keep every index the GEMM touches inside the three slices;
+    // `dst` is borrowed mutably, so it cannot alias `a` or `b`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            dst_cs as isize,
+            dst_rs as isize,
+            accumulate,
+            a.data.as_ptr(),
+            a.cs as isize,
+            a.rs as isize,
+            b.data.as_ptr(),
+            b.cs as isize,
+            b.rs as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}

@@ -1,0 +1,156 @@
+//! The types every convolution kernel shares, and nothing else: a leaf that the kernels,
+//! the dispatcher (`conv_kernels.rs`) and the Burn glue (`conv_op.rs`, `bn_op.rs`) import,
+//! so that no kernel file imports another's types back (the model's files used to form one
+//! import circle through `conv_kernels.rs`).
+//!
+//! [`Geom`]: one convolution's shape; [`Act`] and [`Epilogue`]: the activation and the
+//! folded evaluation-mode BatchNorm a forward applies as it writes; [`equal_groups`]: how
+//! samples are grouped (by the geometry only, so results do not depend on the thread
+//! count); [`flip_transpose`]: the filters of a 3 × 3 input gradient.
+
+use rayon::prelude::*;
+
+/// The activation after a convolution + BatchNorm (`layers::ConvBn`), and in an
+/// [`Epilogue`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Act {
+    None,
+    Relu,
+    Relu6,
+}
+
+/// How many output columns one GEMM should have at least: samples are stacked side by side
+/// until their maps reach it (see [`Geom::group`]).
+const STACK_COLUMNS: usize = 256;
+
+/// The shape of one convolution: input `[n, cin, h, w]`, weight `[cout, cin / groups, k, k]`,
+/// symmetric zero padding `pad`, equal strides. `groups` is 1 (dense) or `cin` with
+/// `cout == cin` (depthwise); other groupings are not handled here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geom {
+    pub n: usize,
+    pub cin: usize,
+    pub h: usize,
+    pub w: usize,
+    pub cout: usize,
+    pub k: usize,
+    pub stride: usize,
+    pub pad: usize,
+    pub depthwise: bool,
+}
+
+impl Geom {
+    /// Output height.
+    pub(super) fn ho(&self) -> usize {
+        (self.h + 2 * self.pad - self.k) / self.stride + 1
+    }
+
+    /// Output width.
+    pub(super) fn wo(&self) -> usize {
+        (self.w + 2 * self.pad - self.k) / self.stride + 1
+    }
+
+    /// Rows of the im2col matrix (dense): `cin · k · k`.
+    pub(super) fn kdim(&self) -> usize {
+        self.cin * self.k * self.k
+    }
+
+    pub(super) fn in_len(&self) -> usize {
+        self.cin * self.h * self.w
+    }
+
+    pub(super) fn out_len(&self) -> usize {
+        self.cout * self.ho() * self.wo()
+    }
+
+    /// Weight elements.
+    pub(super) fn weight_len(&self) -> usize {
+        if self.depthwise {
+            self.cout * self.k * self.k
+        } else {
+            self.cout * self.kdim()
+        }
+    }
+
+    /// 1 × 1, stride 1, no padding: the input already is the im2col matrix.
+    pub(super) fn pointwise(&self) -> bool {
+        self.k == 1 && self.stride == 1 && self.pad == 0
+    }
+
+    /// The im2col matrix is the sample itself: pointwise and one sample per GEMM.
+    pub(super) fn direct(&self, stack: usize) -> bool {
+        self.pointwise() && stack == 1
+    }
+
+    /// Samples per group, stacked into one GEMM so that its width reaches a few hundred
+    /// columns; groups are made equal in size (20 samples at 16 columns each: two groups of
+    /// ten, not 16 + 4) so that they balance over the threads.
+    pub(super) fn group(&self) -> usize {
+        group_size(self.n, self.ho() * self.wo())
+    }
+}
+
+/// Samples per group for `n` samples of `columns` GEMM columns each (see [`Geom::group`]).
+pub(super) fn group_size(n: usize, columns: usize) -> usize {
+    equal_groups(n, STACK_COLUMNS, columns)
+}
+
+/// Samples per group for `n` samples of `each` elements, so that a group reaches `at_least`
+/// elements: groups of equal size (20 samples in want of 16: two groups of ten, not 16 + 4),
+/// so that they balance over the threads. Depends on the geometry only, never on the threads.
+pub(super) fn equal_groups(n: usize, at_least: usize, each: usize) -> usize {
+    let n = n.max(1);
+    let want = at_least.div_ceil(each.max(1)).clamp(1, n);
+    n.div_ceil(n.div_ceil(want))
+}
+
+/// Per output channel `y = act(x · scale + shift)`, applied as the convolution writes its
+/// outputs, while they are still in cache: evaluation-mode BatchNorm and its activation
+/// folded into the convolution, which saves a pass over the activations and its buffer.
+pub(crate) struct Epilogue<'a> {
+    pub scale: &'a [f32],
+    pub shift: &'a [f32],
+    pub act: Act,
+}
+
+impl Epilogue<'_> {
+    /// `dst = act(src · scale[co] + shift[co])`; `match` outside the loop so each vectorises.
+    pub(super) fn write(&self, co: usize, dst: &mut [f32], src: &[f32]) {
+        let (a, b) = (self.scale[co], self.shift[co]);
+        let pairs = dst.iter_mut().zip(src);
+        match self.act {
+            Act::None => pairs.for_each(|(d, &v)| *d = v * a + b),
+            Act::Relu => pairs.for_each(|(d, &v)| *d = (v * a + b).max(0.0)),
+            Act::Relu6 => pairs.for_each(|(d, &v)| *d = (v * a + b).clamp(0.0, 6.0)),
+        }
+    }
+
+    /// The same in place.
+    pub(super) fn apply(&self, co: usize, data: &mut [f32]) {
+        let (a, b) = (self.scale[co], self.shift[co]);
+        match self.act {
+            Act::None => data.iter_mut().for_each(|d| *d = *d * a + b),
+            Act::Relu => data.iter_mut().for_each(|d| *d = (*d * a + b).max(0.0)),
+            Act::Relu6 => data
+                .iter_mut()
+                .for_each(|d| *d = (*d * a + b).clamp(0.0, 6.0)),
+        }
+    }
+}
+
+/// The filters of the input-gradient convolution as plain weights: flipped and transposed,
+/// `[cin, cout, 3, 3]`.
+pub(crate) fn flip_transpose(g: &Geom, weight: &[f32]) -> Vec<f32> {
+    let mut out = vec![0.0f32; weight.len()];
+    out.par_chunks_mut(g.cout * 9)
+        .enumerate()
+        .for_each(|(ci, row)| {
+            for (co, dst) in row.chunks_exact_mut(9).enumerate() {
+                let src = &weight[(co * g.cin + ci) * 9..][..9];
+                for (d, s) in dst.iter_mut().zip(src.iter().rev()) {
+                    *d = *s;
+                }
+            }
+        });
+    out
+}

@@ -24,7 +24,8 @@
 //!   training pool.
 //! - [`compare`]: several policies' results side by side (table, CSV, a plot per job).
 //! - [`attack`]: hostile clients against a `venn-manager` process (`venn-lab attack`).
-//! - [`k8s`]: an experiment as Kubernetes objects (`venn-lab k8s`).
+//! - `k8s` (cargo feature `k8s`): an experiment as Kubernetes objects, or as Pods for
+//!   `podman kube play` (`venn-lab k8s`).
 //! - [`gather`]: an experiment that ran on other hosts, collected over HTTP into the same
 //!   results folder (`venn-lab gather`).
 
@@ -32,6 +33,7 @@ pub mod attack;
 pub mod compare;
 pub mod config;
 pub mod gather;
+#[cfg(feature = "k8s")]
 pub mod k8s;
 pub mod load;
 pub mod manager;

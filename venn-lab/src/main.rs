@@ -110,35 +110,7 @@ enum Command {
     /// other by name; `podman cp venn-gather-gather:/results DIR` copies the results out.
     ///
     /// Needs the cargo feature `k8s` (`cargo run --release --features k8s --bin venn-lab`).
-    K8s {
-        /// Experiment config (TOML), e.g. scripts/experiments/paper.toml.
-        config: PathBuf,
-        /// Write here instead of standard output.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Container image with venn-manager, device-agent, fl-job and venn-lab.
-        #[arg(long, default_value = "venn-testbed:latest")]
-        image: String,
-        /// Device-agent pods, each emulating one shard of the population (default: the
-        /// config's `[devices] shards`).
-        #[arg(long)]
-        shards: Option<usize>,
-        /// CPU request of each device shard (its devices train there).
-        #[arg(long, default_value = "2")]
-        shard_cpu: String,
-        /// Memory request of each device shard.
-        #[arg(long, default_value = "2Gi")]
-        shard_memory: String,
-        /// CPU request of each FL job.
-        #[arg(long, default_value = "1")]
-        job_cpu: String,
-        /// Memory request of each FL job.
-        #[arg(long, default_value = "1Gi")]
-        job_memory: String,
-        /// Render for `podman kube play` instead of Kubernetes (Pods, multi-document YAML).
-        #[arg(long)]
-        podman: bool,
-    },
+    K8s(K8sArgs),
     /// Collect an experiment that ran on several hosts (or in Kubernetes) over HTTP: each
     /// job's rounds from its GET /v1/results (run it with `fl-job run --linger-s`), each
     /// device shard's counters from its GET /v1/stats (`device-agent --stats-listen`), the
@@ -319,27 +291,7 @@ async fn main() -> anyhow::Result<()> {
                 println!("comparison in {}", out.display());
             }
         }
-        Command::K8s {
-            config,
-            out,
-            image,
-            shards,
-            shard_cpu,
-            shard_memory,
-            job_cpu,
-            job_memory,
-            podman,
-        } => k8s(K8sArgs {
-            config,
-            out,
-            image,
-            shards,
-            shard_cpu,
-            shard_memory,
-            job_cpu,
-            job_memory,
-            podman,
-        })?,
+        Command::K8s(args) => k8s(args)?,
         Command::Gather {
             config,
             manager,
@@ -440,15 +392,34 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// `venn-lab k8s`'s arguments.
+#[derive(clap::Args, Debug)]
 struct K8sArgs {
+    /// Experiment config (TOML), e.g. scripts/experiments/paper.toml.
     config: PathBuf,
+    /// Write here instead of standard output.
+    #[arg(long)]
     out: Option<PathBuf>,
+    /// Container image with venn-manager, device-agent, fl-job and venn-lab.
+    #[arg(long, default_value = "venn-testbed:latest")]
     image: String,
+    /// Device-agent pods, each emulating one shard of the population (default: the
+    /// config's `[devices] shards`).
+    #[arg(long)]
     shards: Option<usize>,
+    /// CPU request of each device shard (its devices train there).
+    #[arg(long, default_value = "2")]
     shard_cpu: String,
+    /// Memory request of each device shard.
+    #[arg(long, default_value = "2Gi")]
     shard_memory: String,
+    /// CPU request of each FL job.
+    #[arg(long, default_value = "1")]
     job_cpu: String,
+    /// Memory request of each FL job.
+    #[arg(long, default_value = "1Gi")]
     job_memory: String,
+    /// Render for `podman kube play` instead of Kubernetes (Pods, multi-document YAML).
+    #[arg(long)]
     podman: bool,
 }
 

@@ -114,13 +114,21 @@ seed = 9
             if let Some(y) = &self.yaml {
                 let _ = podman(&["kube", "down", &y.display().to_string()]);
             }
-            let _ = podman(&["volume", "rm", "-f", venn_lab::k8s::PODMAN_MANAGER_CLAIM]);
+            remove_volumes();
             if self.network {
                 let _ = podman(&["network", "rm", "-f", &self.tag]);
             }
             for i in self.images.iter().rev() {
                 let _ = podman(&["rmi", "-f", i]);
             }
+        }
+    }
+
+    /// The volumes `podman kube play` makes and `kube down` keeps: the manager's claim
+    /// and the ConfigMap's.
+    fn remove_volumes() {
+        for v in [venn_lab::k8s::PODMAN_MANAGER_CLAIM, "venn-jobs"] {
+            let _ = podman(&["volume", "rm", "-f", v]);
         }
     }
 
@@ -249,8 +257,9 @@ seed = 9
             network: false,
             images: Vec::new(),
         };
-        // A claim left by an earlier run would hand the manager its old database.
-        let _ = podman(&["volume", "rm", "-f", venn_lab::k8s::PODMAN_MANAGER_CLAIM]);
+        // Volumes left by an earlier run would hand the manager its old database and the
+        // pods the old ConfigMap.
+        remove_volumes();
 
         // The images, with no network: nothing comes from a registry.
         let base_image = format!("localhost/{tag}-base:latest");

@@ -19,15 +19,23 @@
 //! — and writes the results folder to its `/results`, then stays up an hour for
 //! `kubectl cp`. Every round's accuracy also reaches the manager (its status page and
 //! `/v1/status`, reachable with `kubectl port-forward svc/venn-manager 7070`).
+//!
+//! For [`Engine::Podman`] the same pods come as bare Pods, since `podman kube play` (4.x)
+//! runs Pods, Deployments, ConfigMaps and volume claims but no StatefulSet, Job or
+//! Service: `venn-manager` with its claim, `venn-devices-K` for each shard K, one Pod per
+//! job and `venn-gather`, written as a multi-document YAML ([`podman_yaml`]). On a podman
+//! network pods find each other by their names, which are the Service names Kubernetes
+//! uses, so every address but the device pods' (`venn-devices-K` instead of
+//! `venn-devices-K.venn-devices`) is the same. `venn-lab/tests/podman.rs` runs one.
 
 use crate::config::{AvailabilitySource, LabConfig};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
-    HTTPGetAction, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec, PodTemplateSpec,
-    Probe, ResourceRequirements, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    HTTPGetAction, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, Pod, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    Service, ServicePort, ServiceSpec, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -55,6 +63,18 @@ pub struct K8sOptions {
     /// The experiment file's text. With it the ConfigMap carries it as `experiment.toml`
     /// and a Job `venn-gather` collects the results (`venn-lab gather`).
     pub config_text: Option<String>,
+    /// What runs the objects.
+    pub engine: Engine,
+}
+
+/// What runs the rendered objects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// A Kubernetes cluster: StatefulSets, Jobs and Services (`kubectl apply -f`).
+    #[default]
+    Kubernetes,
+    /// `podman kube play --network NET`: bare Pods and the manager's volume claim.
+    Podman,
 }
 
 impl Default for K8sOptions {
@@ -68,6 +88,7 @@ impl Default for K8sOptions {
             job_memory: "1Gi".into(),
             manager_storage: "1Gi".into(),
             config_text: None,
+            engine: Engine::Kubernetes,
         }
     }
 }
@@ -200,6 +221,172 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
 
     // The manager.
     let m_labels = labels(&cfg.name, "manager");
+    let manager = manager_pod(cfg, o, &jobs);
+    let claim = PersistentVolumeClaim {
+        metadata: meta("data", &m_labels),
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([(
+                    "storage".into(),
+                    Quantity(o.manager_storage.clone()),
+                )])),
+                ..VolumeResourceRequirements::default()
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    };
+    match o.engine {
+        Engine::Kubernetes => {
+            items.push(serde_json::to_value(StatefulSet {
+                metadata: meta("venn-manager", &m_labels),
+                spec: Some(StatefulSetSpec {
+                    replicas: Some(1),
+                    service_name: Some("venn-manager".into()),
+                    selector: selector(&m_labels),
+                    template: template("venn-manager", &m_labels, manager),
+                    volume_claim_templates: Some(vec![claim]),
+                    ..StatefulSetSpec::default()
+                }),
+                ..StatefulSet::default()
+            })?);
+            items.push(serde_json::to_value(service(
+                "venn-manager",
+                &m_labels,
+                MANAGER_PORT,
+            ))?);
+        }
+        Engine::Podman => {
+            // A claim of its own (podman makes it a named volume), mounted as the
+            // StatefulSet's claim template would be.
+            let mut claim = claim;
+            claim.metadata.name = Some(PODMAN_MANAGER_CLAIM.into());
+            items.push(serde_json::to_value(claim)?);
+            let mut spec = manager;
+            spec.volumes = Some(vec![Volume {
+                name: "data".into(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: PODMAN_MANAGER_CLAIM.into(),
+                    ..PersistentVolumeClaimVolumeSource::default()
+                }),
+                ..Volume::default()
+            }]);
+            items.push(pod("venn-manager", &m_labels, spec)?);
+        }
+    }
+
+    // The devices: shard K of N in pod K.
+    let dev_labels = labels(&cfg.name, "devices");
+    match o.engine {
+        Engine::Kubernetes => {
+            // Pod ordinal K is shard K of N.
+            items.push(serde_json::to_value(StatefulSet {
+                metadata: meta("venn-devices", &dev_labels),
+                spec: Some(StatefulSetSpec {
+                    replicas: Some(o.shards as i32),
+                    service_name: Some("venn-devices".into()),
+                    pod_management_policy: Some("Parallel".into()),
+                    selector: selector(&dev_labels),
+                    template: template(
+                        "venn-devices",
+                        &dev_labels,
+                        devices_pod(cfg, o, &manager_url, "${HOSTNAME##*-}"),
+                    ),
+                    ..StatefulSetSpec::default()
+                }),
+                ..StatefulSet::default()
+            })?);
+            // Headless: it gives pod K the name venn-devices-K.venn-devices, which the
+            // gatherer reads its counters at.
+            let mut devices_svc = service("venn-devices", &dev_labels, STATS_PORT);
+            if let Some(spec) = devices_svc.spec.as_mut() {
+                spec.cluster_ip = Some("None".into());
+            }
+            items.push(serde_json::to_value(devices_svc)?);
+        }
+        Engine::Podman => {
+            for k in 0..o.shards {
+                let spec = devices_pod(cfg, o, &manager_url, &k.to_string());
+                items.push(pod(&format!("venn-devices-{k}"), &dev_labels, spec)?);
+            }
+        }
+    }
+
+    // The jobs, each with the Service its devices reach it by.
+    for (svc, j) in &jobs {
+        let mut l = labels(&cfg.name, "job");
+        l.insert("venn.dev/job".into(), svc.clone());
+        let spec = job_pod(o, &manager_url, svc, j);
+        match o.engine {
+            Engine::Kubernetes => {
+                items.push(serde_json::to_value(job(svc, &l, spec))?);
+                items.push(serde_json::to_value(service(svc, &l, JOB_PORT))?);
+            }
+            Engine::Podman => items.push(pod(svc, &l, spec)?),
+        }
+    }
+    if o.config_text.is_some() {
+        let l = labels(&cfg.name, "gather");
+        let spec = gather_pod(cfg, o, &manager_url, &jobs);
+        items.push(match o.engine {
+            Engine::Kubernetes => serde_json::to_value(job("venn-gather", &l, spec))?,
+            Engine::Podman => pod("venn-gather", &l, spec)?,
+        });
+    }
+    Ok(items)
+}
+
+/// The name of the manager's volume claim under podman (a named volume).
+pub const PODMAN_MANAGER_CLAIM: &str = "venn-manager-data";
+
+fn selector(labels: &BTreeMap<String, String>) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(labels.clone()),
+        ..LabelSelector::default()
+    }
+}
+
+fn template(name: &str, labels: &BTreeMap<String, String>, spec: PodSpec) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: Some(meta(name, labels)),
+        spec: Some(spec),
+    }
+}
+
+/// A bare Pod (podman), without its containers' ports: podman 4 publishes each on the
+/// host, where the shards' (and jobs') equal ports collide. On its network every pod
+/// reaches every port of another anyway.
+fn pod(name: &str, labels: &BTreeMap<String, String>, mut spec: PodSpec) -> anyhow::Result<Value> {
+    for c in &mut spec.containers {
+        c.ports = None;
+    }
+    Ok(serde_json::to_value(Pod {
+        metadata: meta(name, labels),
+        spec: Some(spec),
+        ..Pod::default()
+    })?)
+}
+
+/// A Job that runs its pod once.
+fn job(name: &str, labels: &BTreeMap<String, String>, spec: PodSpec) -> Job {
+    Job {
+        metadata: meta(name, labels),
+        spec: Some(JobSpec {
+            backoff_limit: Some(0),
+            template: template(name, labels, spec),
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    }
+}
+
+/// The manager's pod: `/data` holds its SQLite file (the volume `data`).
+fn manager_pod(
+    cfg: &LabConfig,
+    o: &K8sOptions,
+    jobs: &[(String, &crate::config::LabJob)],
+) -> PodSpec {
     let mut args = vec![
         "--listen".to_string(),
         format!("0.0.0.0:{MANAGER_PORT}"),
@@ -210,77 +397,45 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
         "--seed".into(),
         cfg.seed.to_string(),
     ];
-    for (svc, _) in &jobs {
+    for (svc, _) in jobs {
         args.extend(["--plan-host".to_string(), svc.clone()]);
     }
-    let manager = Container {
-        name: "manager".into(),
-        image: Some(o.image.clone()),
-        command: Some(vec!["venn-manager".into()]),
-        args: Some(args),
-        ports: Some(vec![ContainerPort {
-            container_port: MANAGER_PORT,
-            name: Some("http".into()),
-            ..ContainerPort::default()
-        }]),
-        volume_mounts: Some(vec![VolumeMount {
-            name: "data".into(),
-            mount_path: "/data".into(),
-            ..VolumeMount::default()
-        }]),
-        readiness_probe: Some(Probe {
-            http_get: Some(HTTPGetAction {
-                path: Some("/healthz".into()),
-                port: IntOrString::Int(MANAGER_PORT),
-                ..HTTPGetAction::default()
-            }),
-            ..Probe::default()
+    // Podman turns probes into health checks run inside the image (with curl, which it
+    // lacks); Kubernetes probes from the node.
+    let readiness_probe = (o.engine == Engine::Kubernetes).then(|| Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some("/healthz".into()),
+            port: IntOrString::Int(MANAGER_PORT),
+            ..HTTPGetAction::default()
         }),
-        resources: Some(requests("1", "512Mi")),
-        ..Container::default()
-    };
-    items.push(serde_json::to_value(StatefulSet {
-        metadata: meta("venn-manager", &m_labels),
-        spec: Some(StatefulSetSpec {
-            replicas: Some(1),
-            service_name: Some("venn-manager".into()),
-            selector: LabelSelector {
-                match_labels: Some(m_labels.clone()),
-                ..LabelSelector::default()
-            },
-            template: PodTemplateSpec {
-                metadata: Some(meta("venn-manager", &m_labels)),
-                spec: Some(PodSpec {
-                    containers: vec![manager],
-                    ..PodSpec::default()
-                }),
-            },
-            volume_claim_templates: Some(vec![PersistentVolumeClaim {
-                metadata: meta("data", &m_labels),
-                spec: Some(PersistentVolumeClaimSpec {
-                    access_modes: Some(vec!["ReadWriteOnce".into()]),
-                    resources: Some(VolumeResourceRequirements {
-                        requests: Some(BTreeMap::from([(
-                            "storage".into(),
-                            Quantity(o.manager_storage.clone()),
-                        )])),
-                        ..VolumeResourceRequirements::default()
-                    }),
-                    ..PersistentVolumeClaimSpec::default()
-                }),
-                ..PersistentVolumeClaim::default()
+        ..Probe::default()
+    });
+    PodSpec {
+        containers: vec![Container {
+            name: "manager".into(),
+            image: Some(o.image.clone()),
+            command: Some(vec!["venn-manager".into()]),
+            args: Some(args),
+            ports: Some(vec![ContainerPort {
+                container_port: MANAGER_PORT,
+                name: Some("http".into()),
+                ..ContainerPort::default()
             }]),
-            ..StatefulSetSpec::default()
-        }),
-        ..StatefulSet::default()
-    })?);
-    items.push(serde_json::to_value(service(
-        "venn-manager",
-        &m_labels,
-        MANAGER_PORT,
-    ))?);
+            volume_mounts: Some(vec![VolumeMount {
+                name: "data".into(),
+                mount_path: "/data".into(),
+                ..VolumeMount::default()
+            }]),
+            readiness_probe,
+            resources: Some(requests("1", "512Mi")),
+            ..Container::default()
+        }],
+        ..PodSpec::default()
+    }
+}
 
-    // The devices: pod ordinal K is shard K of N.
+/// A device shard's pod; `shard` is its index K of N, or a shell expression for it.
+fn devices_pod(cfg: &LabConfig, o: &K8sOptions, manager_url: &str, shard: &str) -> PodSpec {
     let d = &cfg.devices;
     let availability = match &d.availability {
         AvailabilitySource::Always => String::new(),
@@ -288,7 +443,7 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
         AvailabilitySource::Trace(p) => format!(" --trace {}", p.display()),
     };
     let agent = format!(
-        "exec device-agent --manager {manager_url} --devices {} --shard ${{HOSTNAME##*-}}/{}{availability} \
+        "exec device-agent --manager {manager_url} --devices {} --shard {shard}/{}{availability} \
          --compress {} --start-at {} --workers {} --writers-per-device {} --drop-fraction {} --seed {} \
          --stats-listen 0.0.0.0:{STATS_PORT} --quiet",
         d.count,
@@ -300,146 +455,106 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
         d.drop_fraction,
         cfg.seed
     );
-    let dev_labels = labels(&cfg.name, "devices");
-    items.push(serde_json::to_value(StatefulSet {
-        metadata: meta("venn-devices", &dev_labels),
-        spec: Some(StatefulSetSpec {
-            replicas: Some(o.shards as i32),
-            service_name: Some("venn-devices".into()),
-            pod_management_policy: Some("Parallel".into()),
-            selector: LabelSelector {
-                match_labels: Some(dev_labels.clone()),
-                ..LabelSelector::default()
-            },
-            template: PodTemplateSpec {
-                metadata: Some(meta("venn-devices", &dev_labels)),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "devices".into(),
-                        image: Some(o.image.clone()),
-                        command: Some(vec!["sh".into(), "-c".into(), agent]),
-                        ports: Some(vec![ContainerPort {
-                            container_port: STATS_PORT,
-                            name: Some("stats".into()),
-                            ..ContainerPort::default()
-                        }]),
-                        resources: Some(requests(&o.shard_cpu, &o.shard_memory)),
-                        ..Container::default()
-                    }],
-                    ..PodSpec::default()
-                }),
-            },
-            ..StatefulSetSpec::default()
-        }),
-        ..StatefulSet::default()
-    })?);
-    // Headless: it gives pod K the name venn-devices-K.venn-devices, which the gatherer
-    // reads its counters at.
-    let mut devices_svc = service("venn-devices", &dev_labels, STATS_PORT);
-    if let Some(spec) = devices_svc.spec.as_mut() {
-        spec.cluster_ip = Some("None".into());
+    PodSpec {
+        containers: vec![Container {
+            name: "devices".into(),
+            image: Some(o.image.clone()),
+            command: Some(vec!["sh".into(), "-c".into(), agent]),
+            ports: Some(vec![ContainerPort {
+                container_port: STATS_PORT,
+                name: Some("stats".into()),
+                ..ContainerPort::default()
+            }]),
+            resources: Some(requests(&o.shard_cpu, &o.shard_memory)),
+            ..Container::default()
+        }],
+        ..PodSpec::default()
     }
-    items.push(serde_json::to_value(devices_svc)?);
-
-    // The jobs, each with the Service its devices reach it by.
-    for (svc, j) in &jobs {
-        let mut l = labels(&cfg.name, "job");
-        l.insert("venn.dev/job".into(), svc.clone());
-        let run = format!(
-            "sleep {arrival} && exec fl-job run /config/{svc}.toml --manager {manager_url} \
-             --listen 0.0.0.0:{JOB_PORT} --advertise http://{svc}:{JOB_PORT} --csv /results/{svc}.csv \
-             --linger-s {JOB_LINGER_S}",
-            arrival = j.arrival_s.max(0.0).round() as u64,
-        );
-        items.push(serde_json::to_value(Job {
-            metadata: meta(svc, &l),
-            spec: Some(JobSpec {
-                backoff_limit: Some(0),
-                template: PodTemplateSpec {
-                    metadata: Some(meta(svc, &l)),
-                    spec: Some(PodSpec {
-                        restart_policy: Some("Never".into()),
-                        containers: vec![Container {
-                            name: "job".into(),
-                            image: Some(o.image.clone()),
-                            command: Some(vec!["sh".into(), "-c".into(), run]),
-                            ports: Some(vec![ContainerPort {
-                                container_port: JOB_PORT,
-                                name: Some("http".into()),
-                                ..ContainerPort::default()
-                            }]),
-                            volume_mounts: Some(config_and_results_mounts()),
-                            resources: Some(requests(&o.job_cpu, &o.job_memory)),
-                            ..Container::default()
-                        }],
-                        volumes: Some(config_and_results_volumes()),
-                        ..PodSpec::default()
-                    }),
-                },
-                ..JobSpec::default()
-            }),
-            ..Job::default()
-        })?);
-        items.push(serde_json::to_value(service(svc, &l, JOB_PORT))?);
-    }
-    if o.config_text.is_some() {
-        items.push(serde_json::to_value(gather_job(
-            cfg,
-            o,
-            &manager_url,
-            &jobs,
-        ))?);
-    }
-    Ok(items)
 }
 
-/// The Job that collects the results in the cluster: `venn-lab gather` over every job's
-/// Service and every device pod, into `/results`, kept an hour for `kubectl cp`.
-fn gather_job(
+/// An FL job's pod: waits for its arrival, then serves its devices at `http://SVC:7100`.
+fn job_pod(o: &K8sOptions, manager_url: &str, svc: &str, j: &crate::config::LabJob) -> PodSpec {
+    let run = format!(
+        "sleep {arrival} && exec fl-job run /config/{svc}.toml --manager {manager_url} \
+         --listen 0.0.0.0:{JOB_PORT} --advertise http://{svc}:{JOB_PORT} --csv /results/{svc}.csv \
+         --linger-s {JOB_LINGER_S}",
+        arrival = j.arrival_s.max(0.0).round() as u64,
+    );
+    PodSpec {
+        restart_policy: Some("Never".into()),
+        containers: vec![Container {
+            name: "job".into(),
+            image: Some(o.image.clone()),
+            command: Some(vec!["sh".into(), "-c".into(), run]),
+            ports: Some(vec![ContainerPort {
+                container_port: JOB_PORT,
+                name: Some("http".into()),
+                ..ContainerPort::default()
+            }]),
+            volume_mounts: Some(config_and_results_mounts()),
+            resources: Some(requests(&o.job_cpu, &o.job_memory)),
+            ..Container::default()
+        }],
+        volumes: Some(config_and_results_volumes()),
+        ..PodSpec::default()
+    }
+}
+
+/// The pod that collects the results in the cluster: `venn-lab gather` over every job's
+/// Service and every device pod, into `/results`, kept an hour for `kubectl cp` (or
+/// `podman cp`).
+fn gather_pod(
     cfg: &LabConfig,
     o: &K8sOptions,
     manager_url: &str,
     jobs: &[(String, &crate::config::LabJob)],
-) -> Job {
+) -> PodSpec {
     let mut cmd = format!("venn-lab gather /config/experiment.toml --manager {manager_url}");
     for (svc, _) in jobs {
         cmd.push_str(&format!(" --job http://{svc}:{JOB_PORT}"));
     }
     for k in 0..o.shards {
-        cmd.push_str(&format!(
-            " --devices http://venn-devices-{k}.venn-devices:{STATS_PORT}"
-        ));
+        let host = match o.engine {
+            Engine::Kubernetes => format!("venn-devices-{k}.venn-devices"),
+            Engine::Podman => format!("venn-devices-{k}"),
+        };
+        cmd.push_str(&format!(" --devices http://{host}:{STATS_PORT}"));
     }
     let last_arrival = cfg.jobs.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
     cmd.push_str(&format!(
-        " --out /results --timeout-s {:.0} && echo 'results in /results (kubectl cp)' && sleep 3600",
+        " --out /results --timeout-s {:.0} && echo '{GATHERED}' && sleep 3600",
         last_arrival + cfg.max_minutes * 60.0
     ));
-    let l = labels(&cfg.name, "gather");
-    Job {
-        metadata: meta("venn-gather", &l),
-        spec: Some(JobSpec {
-            backoff_limit: Some(0),
-            template: PodTemplateSpec {
-                metadata: Some(meta("venn-gather", &l)),
-                spec: Some(PodSpec {
-                    restart_policy: Some("Never".into()),
-                    containers: vec![Container {
-                        name: "gather".into(),
-                        image: Some(o.image.clone()),
-                        command: Some(vec!["sh".into(), "-c".into(), cmd]),
-                        volume_mounts: Some(config_and_results_mounts()),
-                        resources: Some(requests("100m", "128Mi")),
-                        ..Container::default()
-                    }],
-                    volumes: Some(config_and_results_volumes()),
-                    ..PodSpec::default()
-                }),
-            },
-            ..JobSpec::default()
-        }),
-        ..Job::default()
+    PodSpec {
+        restart_policy: Some("Never".into()),
+        containers: vec![Container {
+            name: "gather".into(),
+            image: Some(o.image.clone()),
+            command: Some(vec!["sh".into(), "-c".into(), cmd]),
+            volume_mounts: Some(config_and_results_mounts()),
+            resources: Some(requests("100m", "128Mi")),
+            ..Container::default()
+        }],
+        volumes: Some(config_and_results_volumes()),
+        ..PodSpec::default()
     }
+}
+
+/// What the gatherer prints once the results folder is complete.
+pub const GATHERED: &str = "results in /results (kubectl cp)";
+
+/// The objects as a multi-document YAML stream for `podman kube play` (each document is
+/// JSON, which YAML reads as it is).
+pub fn podman_yaml(items: &[Value]) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&serde_json::to_string_pretty(item)?);
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// The objects as one `kubectl apply -f` document.

@@ -26,7 +26,8 @@
 //! - [`seeds`]: several seeds of that comparison: speed-ups and accuracies as means with
 //!   95 % intervals over seeds (`--seeds N`).
 //! - [`attack`]: hostile clients against a `venn-manager` process (`venn-lab attack`).
-//! - [`k8s`]: an experiment as Kubernetes objects (`venn-lab k8s`).
+//! - `k8s` (cargo feature `k8s`): an experiment as Kubernetes objects, or as Pods for
+//!   `podman kube play` (`venn-lab k8s`).
 //! - [`gather`]: an experiment that ran on other hosts, collected over HTTP into the same
 //!   results folder (`venn-lab gather`).
 
@@ -34,6 +35,7 @@ pub mod attack;
 pub mod compare;
 pub mod config;
 pub mod gather;
+#[cfg(feature = "k8s")]
 pub mod k8s;
 pub mod load;
 pub mod manager;

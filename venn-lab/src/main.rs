@@ -116,32 +116,13 @@ enum Command {
     /// Service, the job configs as a ConfigMap, and a Job `venn-gather` that collects the
     /// results folder into its /results (`kubectl cp` it). Build the image from the
     /// Containerfile.
-    K8s {
-        /// Experiment config (TOML), e.g. scripts/experiments/paper.toml.
-        config: PathBuf,
-        /// Write here instead of standard output.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Container image with venn-manager, device-agent, fl-job and venn-lab.
-        #[arg(long, default_value = "venn-testbed:latest")]
-        image: String,
-        /// Device-agent pods, each emulating one shard of the population (default: the
-        /// config's `[devices] shards`).
-        #[arg(long)]
-        shards: Option<usize>,
-        /// CPU request of each device shard (its devices train there).
-        #[arg(long, default_value = "2")]
-        shard_cpu: String,
-        /// Memory request of each device shard.
-        #[arg(long, default_value = "2Gi")]
-        shard_memory: String,
-        /// CPU request of each FL job.
-        #[arg(long, default_value = "1")]
-        job_cpu: String,
-        /// Memory request of each FL job.
-        #[arg(long, default_value = "1Gi")]
-        job_memory: String,
-    },
+    ///
+    /// With --podman: the same pods as bare Pods (and the manager's volume claim) in a
+    /// multi-document YAML for `podman kube play --network NET`, where pods find each
+    /// other by name; `podman cp venn-gather-gather:/results DIR` copies the results out.
+    ///
+    /// Needs the cargo feature `k8s` (`cargo run --release --features k8s --bin venn-lab`).
+    K8s(K8sArgs),
     /// Collect an experiment that ran on several hosts (or in Kubernetes) over HTTP: each
     /// job's rounds from its GET /v1/results (run it with `fl-job run --linger-s`), each
     /// device shard's counters from its GET /v1/stats (`device-agent --stats-listen`), the
@@ -336,39 +317,7 @@ async fn main() -> anyhow::Result<()> {
             }
             report_seeds(&out, seeds, &runs)?;
         }
-        Command::K8s {
-            config,
-            out,
-            image,
-            shards,
-            shard_cpu,
-            shard_memory,
-            job_cpu,
-            job_memory,
-        } => {
-            let cfg = LabConfig::load(&config)?;
-            let text = std::fs::read_to_string(&config)
-                .with_context(|| format!("reading {}", config.display()))?;
-            let opts = lab::k8s::K8sOptions {
-                image,
-                shards: shards.unwrap_or(cfg.devices.shards),
-                config_text: Some(text),
-                shard_cpu,
-                shard_memory,
-                job_cpu,
-                job_memory,
-                ..lab::k8s::K8sOptions::default()
-            };
-            let doc = lab::k8s::list(lab::k8s::render(&cfg, &opts)?);
-            let text = serde_json::to_string_pretty(&doc)?;
-            match out {
-                Some(p) => {
-                    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
-                    eprintln!("wrote {} (kubectl apply -f {})", p.display(), p.display());
-                }
-                None => println!("{text}"),
-            }
-        }
+        Command::K8s(args) => k8s(args)?,
         Command::Gather {
             config,
             manager,
@@ -519,6 +468,90 @@ fn report_seeds(
     print!("\n{}", lab::seeds::write_seeds(out, &complete)?);
     println!("summary over seeds in {}", out.display());
     Ok(())
+}
+
+/// `venn-lab k8s`'s arguments.
+#[derive(clap::Args, Debug)]
+struct K8sArgs {
+    /// Experiment config (TOML), e.g. scripts/experiments/paper.toml.
+    config: PathBuf,
+    /// Write here instead of standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Container image with venn-manager, device-agent, fl-job and venn-lab.
+    #[arg(long, default_value = "venn-testbed:latest")]
+    image: String,
+    /// Device-agent pods, each emulating one shard of the population (default: the
+    /// config's `[devices] shards`).
+    #[arg(long)]
+    shards: Option<usize>,
+    /// CPU request of each device shard (its devices train there).
+    #[arg(long, default_value = "2")]
+    shard_cpu: String,
+    /// Memory request of each device shard.
+    #[arg(long, default_value = "2Gi")]
+    shard_memory: String,
+    /// CPU request of each FL job.
+    #[arg(long, default_value = "1")]
+    job_cpu: String,
+    /// Memory request of each FL job.
+    #[arg(long, default_value = "1Gi")]
+    job_memory: String,
+    /// Render for `podman kube play` instead of Kubernetes (Pods, multi-document YAML).
+    #[arg(long)]
+    podman: bool,
+}
+
+#[cfg(feature = "k8s")]
+fn k8s(a: K8sArgs) -> anyhow::Result<()> {
+    let cfg = LabConfig::load(&a.config)?;
+    let text = std::fs::read_to_string(&a.config)
+        .with_context(|| format!("reading {}", a.config.display()))?;
+    let opts = lab::k8s::K8sOptions {
+        image: a.image,
+        shards: a.shards.unwrap_or(cfg.devices.shards),
+        config_text: Some(text),
+        shard_cpu: a.shard_cpu,
+        shard_memory: a.shard_memory,
+        job_cpu: a.job_cpu,
+        job_memory: a.job_memory,
+        engine: if a.podman {
+            lab::k8s::Engine::Podman
+        } else {
+            lab::k8s::Engine::Kubernetes
+        },
+        ..lab::k8s::K8sOptions::default()
+    };
+    let items = lab::k8s::render(&cfg, &opts)?;
+    let (text, how) = if a.podman {
+        (
+            lab::k8s::podman_yaml(&items)?,
+            "podman kube play --network NET",
+        )
+    } else {
+        (
+            serde_json::to_string_pretty(&lab::k8s::list(items))?,
+            "kubectl apply -f",
+        )
+    };
+    match a.out {
+        Some(p) => {
+            std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+            eprintln!("wrote {} ({how} {})", p.display(), p.display());
+        }
+        None => println!("{text}"),
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "k8s"))]
+fn k8s(a: K8sArgs) -> anyhow::Result<()> {
+    let _ = (a.config, a.out, a.image, a.shards, a.podman);
+    let _ = (a.shard_cpu, a.shard_memory, a.job_cpu, a.job_memory);
+    anyhow::bail!(
+        "this venn-lab was built without the `k8s` feature; rebuild it with \
+         `cargo run --release --features k8s --bin venn-lab -- k8s …`"
+    )
 }
 
 fn load_data(cfg: &LabConfig) -> anyhow::Result<Arc<datasets::Femnist>> {

@@ -1,11 +1,16 @@
 //! `venn-lab k8s` on the paper-scale experiment: the rendered objects' kinds, names,
 //! labels, shard count, the manager's volume, the jobs' configs and addresses, and the
-//! Job that gathers the results from them.
+//! Job that gathers the results from them; and the same experiment as Pods for `podman
+//! kube play`. Needs the cargo feature `k8s` (`cargo test --release -p venn-lab --features
+//! k8s --test k8s`, which CI runs); `tests/podman.rs` runs the Pods for real.
+#![cfg(feature = "k8s")]
 
 use serde_json::Value;
 use std::path::Path;
 use venn_lab::LabConfig;
-use venn_lab::k8s::{K8sOptions, dns_label, list, render};
+use venn_lab::k8s::{
+    Engine, GATHERED, K8sOptions, PODMAN_MANAGER_CLAIM, dns_label, list, podman_yaml, render,
+};
 
 fn paper() -> (LabConfig, Vec<Value>) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments/paper.toml");
@@ -174,4 +179,69 @@ fn names_become_dns_labels() {
     assert_eq!(dns_label("Job_07 ResNet!"), "job-07-resnet");
     assert_eq!(dns_label(&"a".repeat(80)).len(), 63);
     assert_eq!(dns_label("__"), "x");
+}
+
+#[test]
+fn for_podman_the_same_pods_come_bare_and_find_each_other_by_name() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments/paper.toml");
+    let cfg = LabConfig::load(&path).unwrap();
+    let opts = K8sOptions {
+        shards: 3,
+        config_text: Some(std::fs::read_to_string(&path).unwrap()),
+        engine: Engine::Podman,
+        ..K8sOptions::default()
+    };
+    let items = render(&cfg, &opts).unwrap();
+    let n = cfg.jobs.len();
+    // podman kube play runs none of these kinds.
+    for kind in ["StatefulSet", "Job", "Service"] {
+        assert!(of(&items, kind).is_empty(), "no {kind} for podman");
+    }
+    assert_eq!(of(&items, "ConfigMap").len(), 1);
+    assert_eq!(of(&items, "Pod").len(), 1 + 3 + n + 1);
+    let claim = named(&items, "PersistentVolumeClaim", PODMAN_MANAGER_CLAIM);
+    assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "1Gi");
+    let m = named(&items, "Pod", "venn-manager");
+    assert_eq!(
+        m["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+        PODMAN_MANAGER_CLAIM
+    );
+    assert_eq!(
+        m["spec"]["volumes"][0]["name"],
+        m["spec"]["containers"][0]["volumeMounts"][0]["name"]
+    );
+    assert!(m["spec"]["containers"][0]["readinessProbe"].is_null());
+    // Podman would publish container ports on the host, where the pods' equal ports clash.
+    for p in of(&items, "Pod") {
+        assert!(p["spec"]["containers"][0]["ports"].is_null(), "{p}");
+    }
+    // Pod K is shard K, named in its command (no StatefulSet ordinal to read).
+    for k in 0..3 {
+        let d = named(&items, "Pod", &format!("venn-devices-{k}"));
+        let cmd = d["spec"]["containers"][0]["command"][2].as_str().unwrap();
+        assert!(cmd.contains(&format!("--shard {k}/3 ")), "{cmd}");
+    }
+    // The jobs are Pods under their Service names, so their addresses are unchanged.
+    for lj in &cfg.jobs {
+        let svc = format!("job-{}", dns_label(&lj.job.name));
+        let p = named(&items, "Pod", &svc);
+        assert_eq!(p["spec"]["restartPolicy"], "Never");
+        let run = p["spec"]["containers"][0]["command"][2].as_str().unwrap();
+        assert!(run.contains(&format!("--advertise http://{svc}:7100")));
+    }
+    let g = named(&items, "Pod", "venn-gather");
+    let gcmd = g["spec"]["containers"][0]["command"][2].as_str().unwrap();
+    assert!(
+        gcmd.contains("--devices http://venn-devices-2:7200 "),
+        "{gcmd}"
+    );
+    assert!(!gcmd.contains(".venn-devices"), "{gcmd}");
+    assert!(gcmd.contains(GATHERED));
+    // One YAML document per object, each of them JSON.
+    let yaml = podman_yaml(&items).unwrap();
+    let docs: Vec<&str> = yaml.split("\n---\n").collect();
+    assert_eq!(docs.len(), items.len());
+    for (d, i) in docs.iter().zip(&items) {
+        assert_eq!(&serde_json::from_str::<Value>(d).unwrap(), i);
+    }
 }

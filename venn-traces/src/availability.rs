@@ -21,7 +21,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::error::InputError;
-use super::lines::{At, Header, empty, for_each_line, open, owned, split_exact};
+use super::lines::{Header, empty, expect_fields, for_each_row, open, owned};
 
 /// Default extra seconds a replayed device stays online after its `end`
 /// (the authors' simulator adds 80 s).
@@ -133,23 +133,23 @@ impl AvailabilityTrace {
         // Column layout: (field count, position of ID, start, end).
         let mut layout: Option<(usize, usize, usize, usize)> = None;
         let mut rows = Vec::new();
-        for_each_line(path, |line, text| {
-            let at = At { file: path, line };
+        for_each_row(path, |at, row| {
             if layout.is_none() {
-                let first = text.split(',').map(str::trim).collect::<Vec<_>>();
-                // Any non-numeric field means the line is a header.
-                let has_header = first
+                // Any non-numeric field means the row is a header.
+                let has_header = row
                     .iter()
+                    .map(str::trim)
                     .any(|f| !f.is_empty() && f.parse::<f64>().is_err());
                 if has_header {
-                    let h = Header::parse(&text.to_ascii_lowercase());
-                    let id = h.require(path, "id")?;
-                    let s = h.require(path, "start")?;
-                    let e = h.require(path, "end")?;
+                    let lower: Vec<String> = row.iter().map(str::to_ascii_lowercase).collect();
+                    let h = Header::new(lower.iter().map(String::as_str));
+                    let id = h.require(at, "id")?;
+                    let s = h.require(at, "start")?;
+                    let e = h.require(at, "end")?;
                     layout = Some((h.len(), id, s, e));
                     return Ok(());
                 }
-                layout = Some(match first.len() {
+                layout = Some(match row.len() {
                     3 => (3, 0, 1, 2),
                     4 => (4, 1, 2, 3),
                     n => {
@@ -160,10 +160,10 @@ impl AvailabilityTrace {
                 });
             }
             let (n, id, s, e) = layout.expect("layout set above");
-            let f = split_exact(at, text, n)?;
-            let device = at.u32("ID", f[id])?;
-            let start = at.f64("start", f[s])?;
-            let end = at.f64("end", f[e])?;
+            expect_fields(at, row, n)?;
+            let device = at.u32("ID", &row[id])?;
+            let start = at.f64("start", &row[s])?;
+            let end = at.f64("end", &row[e])?;
             if start < 0.0 {
                 return Err(at.err(format!("start {start} is negative")));
             }

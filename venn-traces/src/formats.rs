@@ -4,7 +4,7 @@
 //! format is one type and one `register` call (README: "Add a trace format").
 //!
 //! A format that reads comma-separated text gets `FILE:LINE` errors for free from
-//! [`crate::lines`] (`for_each_line`, `for_each_record`, [`At`](crate::lines::At)).
+//! [`crate::lines`] (`for_each_row`, `for_each_record`, [`At`](crate::lines::At)).
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,13 +1,13 @@
-//! Minimal line-oriented CSV reading with file/line-aware errors, shared by every loader
-//! and open to custom [`TraceFormat`](crate::TraceFormat)s.
-//!
-//! The trace files are plain comma-separated text without quoting, so a
-//! hand-rolled splitter is both sufficient and fast enough for millions of
-//! availability rows; it also gives exact line numbers for error messages.
+//! CSV reading with file/line-aware errors, shared by every loader and open to custom
+//! [`TraceFormat`](crate::TraceFormat)s: the `csv` crate splits the rows (quoted fields,
+//! `\r\n`, gzip through [`open`]), and [`At`] turns a bad value into an error naming the
+//! file, the line and the column.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+
+use csv::StringRecord;
 
 use super::error::InputError;
 
@@ -28,32 +28,93 @@ pub fn open(path: &Path) -> Result<Box<dyn BufRead>, InputError> {
     Ok(Box::new(BufReader::with_capacity(1 << 16, inner)))
 }
 
-/// Calls `f(line_number, text)` for every non-blank line of `path`
-/// (1-based numbers, `\r` stripped).
-pub fn for_each_line(
+/// Calls `f(at, row)` for every row of the CSV file `path`, the first (a header, if it
+/// has one) included; blank lines are skipped, and rows may differ in length (the caller
+/// checks, with [`expect_fields`]).
+pub fn for_each_row(
     path: &Path,
-    mut f: impl FnMut(usize, &str) -> Result<(), InputError>,
+    mut f: impl FnMut(At<'_>, &StringRecord) -> Result<(), InputError>,
 ) -> Result<(), InputError> {
-    let mut reader = open(path)?;
-    let mut buf = String::new();
-    let mut line_no = 0usize;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(Tail::new(open(path)?));
+    let mut row = StringRecord::new();
     loop {
-        buf.clear();
-        let n = reader
-            .read_line(&mut buf)
-            .map_err(|source| InputError::Io {
-                file: path.to_path_buf(),
-                source,
-            })?;
-        if n == 0 {
-            return Ok(());
+        match reader.read_record(&mut row) {
+            Ok(false) => return Ok(()),
+            Ok(true) => {}
+            Err(e) => return Err(csv_error(path, e)),
         }
-        line_no += 1;
-        let text = buf.trim_end_matches(['\n', '\r']);
-        if text.trim().is_empty() {
+        if row.len() == 1 && row[0].trim().is_empty() {
             continue;
         }
-        f(line_no, text)?;
+        // A row's own position is where the reader stood before it, ahead of the blank
+        // lines it skipped; the position after it is exact. Back from there: the row's
+        // newline, unless it is the stream's unterminated last line, and any inside quotes.
+        let after = reader.position();
+        let tail = reader.get_ref();
+        let unterminated = tail.eof && after.byte() == tail.bytes && tail.last != Some(b'\n');
+        let inside: usize = row.iter().map(|f| f.matches('\n').count()).sum();
+        let line = (after.line() as usize).saturating_sub(inside + usize::from(!unterminated));
+        f(
+            At {
+                file: path,
+                line: line.max(1),
+            },
+            &row,
+        )?;
+    }
+}
+
+/// A reader that remembers how much it gave, its last byte and whether it ended: what
+/// tells a stream's last line without a newline apart.
+struct Tail<R> {
+    inner: R,
+    bytes: u64,
+    last: Option<u8>,
+    eof: bool,
+}
+
+impl<R> Tail<R> {
+    fn new(inner: R) -> Self {
+        Tail {
+            inner,
+            bytes: 0,
+            last: None,
+            eof: false,
+        }
+    }
+}
+
+impl<R: Read> Read for Tail<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 {
+            self.eof = !buf.is_empty();
+        } else {
+            self.bytes += n as u64;
+            self.last = Some(buf[n - 1]);
+        }
+        Ok(n)
+    }
+}
+
+fn csv_error(path: &Path, e: csv::Error) -> InputError {
+    let line = e.position().map_or(0, |p| p.line() as usize);
+    match e.into_kind() {
+        csv::ErrorKind::Io(source) => InputError::Io {
+            file: path.to_path_buf(),
+            source,
+        },
+        kind => InputError::Malformed {
+            file: path.to_path_buf(),
+            line,
+            what: match kind {
+                csv::ErrorKind::Utf8 { err, .. } => format!("not UTF-8: {err}"),
+                other => format!("{other:?}"),
+            },
+        },
     }
 }
 
@@ -66,19 +127,18 @@ pub fn for_each_record<const N: usize>(
     mut f: impl FnMut(At<'_>, [&str; N]) -> Result<(), InputError>,
 ) -> Result<(), InputError> {
     let mut cols: Option<(usize, [usize; N])> = None;
-    for_each_line(path, |line, text| {
-        let at = At { file: path, line };
+    for_each_row(path, |at, row| {
         let Some((n, idx)) = &cols else {
-            let h = Header::parse(text);
+            let h = Header::new(row.iter());
             let mut idx = [0; N];
             for (i, name) in idx.iter_mut().zip(names) {
-                *i = h.require(path, name)?;
+                *i = h.require(at, name)?;
             }
             cols = Some((h.len(), idx));
             return Ok(());
         };
-        let all = split_exact(at, text, *n)?;
-        f(at, idx.map(|i| all[i]))
+        expect_fields(at, row, *n)?;
+        f(at, idx.map(|i| &row[i]))
     })
 }
 
@@ -131,16 +191,16 @@ impl At<'_> {
     }
 }
 
-/// Column positions resolved from a header line by name.
+/// Column positions resolved from a header row by name.
 pub(crate) struct Header {
     names: Vec<String>,
 }
 
 impl Header {
-    /// Splits a header line into trimmed column names.
-    pub fn parse(text: &str) -> Self {
+    /// The header's column names, trimmed.
+    pub fn new<'a>(fields: impl Iterator<Item = &'a str>) -> Self {
         Header {
-            names: text.split(',').map(|s| s.trim().to_string()).collect(),
+            names: fields.map(|s| s.trim().to_string()).collect(),
         }
     }
 
@@ -149,36 +209,26 @@ impl Header {
         self.names.len()
     }
 
-    /// Position of column `name`, or an error naming the file and line 1.
-    pub fn require(&self, file: &Path, name: &str) -> Result<usize, InputError> {
-        self.names
-            .iter()
-            .position(|n| n == name)
-            .ok_or_else(|| InputError::Malformed {
-                file: file.to_path_buf(),
-                line: 1,
-                what: format!(
-                    "header lacks column `{name}` (found: {})",
-                    self.names.join(",")
-                ),
-            })
+    /// Position of column `name`, or an error naming the file and the header's line.
+    pub fn require(&self, at: At<'_>, name: &str) -> Result<usize, InputError> {
+        self.names.iter().position(|n| n == name).ok_or_else(|| {
+            at.err(format!(
+                "header lacks column `{name}` (found: {})",
+                self.names.join(",")
+            ))
+        })
     }
 }
 
-/// Splits a data line and checks it has exactly `expected` fields.
-pub(crate) fn split_exact<'t>(
-    at: At<'_>,
-    text: &'t str,
-    expected: usize,
-) -> Result<Vec<&'t str>, InputError> {
-    let fields: Vec<&str> = text.split(',').collect();
-    if fields.len() != expected {
+/// Checks that a data row has exactly `expected` fields.
+pub fn expect_fields(at: At<'_>, row: &StringRecord, expected: usize) -> Result<(), InputError> {
+    if row.len() != expected {
         return Err(at.err(format!(
             "expected {expected} comma-separated fields, found {}",
-            fields.len()
+            row.len()
         )));
     }
-    Ok(fields)
+    Ok(())
 }
 
 /// Error for a file that had no data rows.
@@ -192,4 +242,32 @@ pub(crate) fn empty(file: &Path) -> InputError {
 /// Path helper so callers can write `owned(path)` in error constructors.
 pub(crate) fn owned(p: &Path) -> PathBuf {
     p.to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::fixture;
+
+    #[test]
+    fn rows_carry_their_own_first_line_past_blank_and_quoted_lines() {
+        // Line 2 blank, a quoted field over lines 3-4, line 5 blank (CRLF), line 6 last
+        // without a newline.
+        let p = fixture("lines.csv", "a,b\n\n1,\"x\ny\"\n\r\n2,3");
+        let mut seen = Vec::new();
+        for_each_row(&p, |at, row| {
+            seen.push((at.line, row.len()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(1, 2), (3, 2), (6, 2)]);
+        let p = fixture("lines2.csv", "a,b\n1,2\n");
+        let mut lines = Vec::new();
+        for_each_row(&p, |at, _| {
+            lines.push(at.line);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(lines, vec![1, 2]);
+    }
 }

@@ -58,7 +58,7 @@ pub fn run_centralized(
     cfg: &CentralizedConfig,
     initial: Option<Model>,
     device: &Device,
-    mut on_step: impl FnMut(usize),
+    mut on_step: impl FnMut(usize) + Send,
     mut on_point: impl FnMut(&Point),
 ) -> Result<(Model, Vec<Point>), FlError> {
     cfg.train.validate()?;

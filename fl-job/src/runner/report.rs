@@ -20,31 +20,41 @@ pub struct RoundRow {
     /// Attempts it took (aborts + 1).
     pub attempts: u32,
     /// Test accuracy after aggregation (NaN until evaluated).
+    #[serde(deserialize_with = "nan_if_null")]
     pub accuracy: f64,
     /// Test loss after aggregation.
+    #[serde(deserialize_with = "nan_if_null")]
     pub loss: f64,
     /// Samples the accuracy was measured on (the job's fixed evaluation set); 0 when
     /// unknown (rows from before it was recorded).
     #[serde(default)]
     pub eval_samples: u32,
     /// Lower end of the accuracy's 95 % Wilson interval over those samples.
-    #[serde(default = "nan")]
+    #[serde(default = "nan", deserialize_with = "nan_if_null")]
     pub accuracy_lo: f64,
     /// Upper end of the accuracy's 95 % Wilson interval.
-    #[serde(default = "nan")]
+    #[serde(default = "nan", deserialize_with = "nan_if_null")]
     pub accuracy_hi: f64,
     /// Updates aggregated.
     pub participants: u32,
     /// Devices assigned whose update was not used.
     pub stragglers: u32,
     /// Request to last assignment, seconds (manager's view).
+    #[serde(deserialize_with = "nan_if_null")]
     pub scheduling_delay_s: f64,
     /// Last assignment to close, seconds.
+    #[serde(deserialize_with = "nan_if_null")]
     pub response_collection_s: f64,
 }
 
 fn nan() -> f64 {
     f64::NAN
+}
+
+/// JSON has no NaN: serde_json writes a NaN (a row not evaluated, an interval without a
+/// sample count) as `null`, which must read back as NaN, not fail the whole document.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl RoundRow {
@@ -214,5 +224,37 @@ impl JobResults {
     /// Job completion time (registration to finish), if finished.
     pub fn jct_s(&self) -> Option<f64> {
         Some(self.finished_s? - self.registered_s?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unevaluated_row_survives_json_and_csv() {
+        let row = RoundRow::unevaluated(3.0, 1, 2);
+        let json = serde_json::to_string(&row).unwrap();
+        let back: RoundRow = serde_json::from_str(&json).unwrap();
+        assert!(back.accuracy.is_nan() && back.accuracy_lo.is_nan() && back.loss.is_nan());
+        assert_eq!((back.time_s, back.round, back.attempts), (3.0, 1, 2));
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(&row).unwrap();
+        let bytes = w.into_inner().unwrap();
+        let back: RoundRow = csv::Reader::from_reader(bytes.as_slice())
+            .deserialize()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert!(back.accuracy_hi.is_nan());
+        // A row from before the interval columns existed reads with NaN bounds.
+        let old = "time_s,round,attempts,accuracy,loss,participants,stragglers,scheduling_delay_s,response_collection_s\n1,0,1,0.5,1.2,3,0,0.1,0.2\n";
+        let back: RoundRow = csv::Reader::from_reader(old.as_bytes())
+            .deserialize()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!((back.accuracy, back.eval_samples), (0.5, 0));
+        assert!(back.accuracy_lo.is_nan());
     }
 }

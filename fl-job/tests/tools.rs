@@ -1,6 +1,6 @@
 //! The bench and plot helpers behind the `fl-job` commands, on tiny inputs.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

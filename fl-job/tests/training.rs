@@ -1,6 +1,6 @@
 //! Models, local training and evaluation on tiny synthetic data.
 
-mod common;
+use crate::common;
 
 use burn::module::Module;
 use burn::tensor::{Distribution, Tensor};

@@ -5,7 +5,7 @@
 //! could have had. Venn keeps the scarce devices for the Emoji group and lets Keyboard run
 //! on the rest, so its average JCT is strictly lower than both.
 
-mod common;
+use crate::common;
 
 use common::{mem_device, needs_mem};
 use venn_core::PolicyConfig;

@@ -8,7 +8,7 @@
 //! one check-in interval of it on average JCT in every case, and exactly optimal in at
 //! least 3/4 of the cases (measured: 110 of 144, worst gap 0.75 s).
 
-mod common;
+use crate::common;
 
 use common::{needs_mem, nested_stream};
 use venn_core::PolicyConfig;

@@ -4,7 +4,7 @@
 //! stays under the documented threshold (measured 1.029 with seed 2024, worst 1.385; for
 //! comparison srsf 1.047, fifo 1.131, random 1.166; threshold 1.05, the goal).
 
-mod common;
+use crate::common;
 
 use venn_core::optimal::{OptimalError, run_policy, solve};
 use venn_core::{PolicyConfig, SeededRng};

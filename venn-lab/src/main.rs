@@ -219,39 +219,20 @@ async fn main() -> anyhow::Result<()> {
             let cfg = LabConfig::load(&config)?;
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name));
             let data = load_data(&cfg)?;
-            let mut runs = Vec::new();
-            'seeds: for k in 0..seeds {
-                let seed_out = seed_dir(&out, seeds, k);
-                let mut results = Vec::new();
-                for p in &policies {
-                    eprintln!("== {p}{}", seed_label(seeds, k));
-                    let cfg = LabConfig {
-                        policy: cfg.policy.with_name(p),
-                        ..cfg.replicate(k)
-                    };
-                    let r = lab::run_experiment(
-                        &cfg,
-                        &PolicyRegistry::builtin(),
-                        &seed_out.join(p),
-                        data.clone(),
-                        Registry::with_builtins(),
-                        ctrl_c(),
-                        lab::RunUi::ATTENDED,
-                    )
-                    .await?;
-                    print!("{}", r.table());
-                    let cancelled = r.stopped_early.as_deref() == Some("cancelled");
-                    results.push(r);
-                    if cancelled {
-                        break 'seeds;
-                    }
-                }
-                if results.len() > 1 {
-                    print!("{}", lab::compare::write_comparison(&seed_out, &results)?);
-                }
-                runs.push(results);
-            }
-            report_seeds(&out, seeds, &runs)?;
+            over_seeds(&cfg, &policies, &out, seeds, async |cfg, dir| {
+                let r = lab::run_experiment(
+                    &cfg,
+                    &PolicyRegistry::builtin(),
+                    dir,
+                    data.clone(),
+                    Registry::with_builtins(),
+                    ctrl_c(),
+                    lab::RunUi::ATTENDED,
+                )
+                .await?;
+                Ok(r)
+            })
+            .await?;
         }
         Command::Sim {
             config,
@@ -281,41 +262,21 @@ async fn main() -> anyhow::Result<()> {
                 ctrl_c().await;
                 flag.store(true, std::sync::atomic::Ordering::SeqCst);
             });
-            let mut runs = Vec::new();
-            'seeds: for k in 0..seeds {
-                let seed_out = seed_dir(&out, seeds, k);
-                let mut results = Vec::new();
-                for p in &policies {
-                    eprintln!("== {p}{}", seed_label(seeds, k));
-                    let cfg = LabConfig {
-                        policy: cfg.policy.with_name(p),
-                        ..cfg.replicate(k)
-                    };
-                    let dir = seed_out.join(p);
-                    let opts = lab::sim::VirtualOptions {
-                        policies: &PolicyRegistry::builtin(),
-                        tasks: &Registry::with_builtins(),
-                        data: data.clone(),
-                        traces: &traces,
-                        cancel: &cancel,
-                        progress: true,
-                        train: !schedule_only,
-                    };
-                    let r = tokio::task::block_in_place(|| lab::run_virtual(&cfg, &dir, opts))?;
-                    print!("{}", r.table());
-                    println!("results in {}", dir.display());
-                    results.push(r);
-                    if cancel.load(std::sync::atomic::Ordering::SeqCst) {
-                        break 'seeds;
-                    }
-                }
-                if results.len() > 1 {
-                    print!("{}", lab::compare::write_comparison(&seed_out, &results)?);
-                    println!("comparison in {}", seed_out.display());
-                }
-                runs.push(results);
-            }
-            report_seeds(&out, seeds, &runs)?;
+            over_seeds(&cfg, &policies, &out, seeds, async |cfg, dir| {
+                let opts = lab::sim::VirtualOptions {
+                    policies: &PolicyRegistry::builtin(),
+                    tasks: &Registry::with_builtins(),
+                    data: data.clone(),
+                    traces: &traces,
+                    cancel: &cancel,
+                    progress: true,
+                    train: !schedule_only,
+                };
+                Ok(tokio::task::block_in_place(|| {
+                    lab::run_virtual(&cfg, dir, opts)
+                })?)
+            })
+            .await?;
         }
         Command::K8s(args) => k8s(args)?,
         Command::Gather {
@@ -417,22 +378,51 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where replicate `k` of `seeds` writes: `out` itself for a single seed (the layout
-/// before `--seeds`), else `out/seed-<k>`.
-fn seed_dir(out: &std::path::Path, seeds: u64, k: u64) -> PathBuf {
-    if seeds == 1 {
-        out.to_path_buf()
-    } else {
-        out.join(format!("seed-{k}"))
+/// Runs every policy under `seeds` seeds, one `run` per (seed, policy) in that order, and
+/// reports each seed's comparison and, with several seeds, the summary over them. A single
+/// seed writes to `out/<policy>` (the layout before `--seeds`), several to
+/// `out/seed-<k>/<policy>`. A cancelled run (Ctrl-C) ends the loop.
+async fn over_seeds(
+    cfg: &LabConfig,
+    policies: &[String],
+    out: &std::path::Path,
+    seeds: u64,
+    mut run: impl AsyncFnMut(LabConfig, &std::path::Path) -> anyhow::Result<lab::LabResult>,
+) -> anyhow::Result<()> {
+    let mut runs = Vec::new();
+    'seeds: for k in 0..seeds {
+        let (seed_out, label) = if seeds == 1 {
+            (out.to_path_buf(), String::new())
+        } else {
+            (
+                out.join(format!("seed-{k}")),
+                format!(" (seed {} of {seeds})", k + 1),
+            )
+        };
+        let mut results = Vec::new();
+        for p in policies {
+            eprintln!("== {p}{label}");
+            let dir = seed_out.join(p);
+            let replicate = LabConfig {
+                policy: cfg.policy.with_name(p),
+                ..cfg.replicate(k)
+            };
+            let r = run(replicate, &dir).await?;
+            print!("{}", r.table());
+            println!("results in {}", dir.display());
+            let cancelled = r.stopped_early.as_deref() == Some("cancelled");
+            results.push(r);
+            if cancelled {
+                break 'seeds;
+            }
+        }
+        if results.len() > 1 {
+            print!("{}", lab::compare::write_comparison(&seed_out, &results)?);
+            println!("comparison in {}", seed_out.display());
+        }
+        runs.push(results);
     }
-}
-
-fn seed_label(seeds: u64, k: u64) -> String {
-    if seeds == 1 {
-        String::new()
-    } else {
-        format!(" (seed {} of {seeds})", k + 1)
-    }
+    report_seeds(out, seeds, &runs)
 }
 
 /// With several seeds, the summary over them (only complete seeds: a cancelled one would
@@ -446,14 +436,14 @@ fn report_seeds(
         return Ok(());
     }
     let width = runs.first().map_or(0, Vec::len);
-    let complete: Vec<Vec<lab::LabResult>> = runs
+    let complete: Vec<&[lab::LabResult]> = runs
         .iter()
         .filter(|r| {
             r.len() == width
                 && r.iter()
                     .all(|x| x.stopped_early.as_deref() != Some("cancelled"))
         })
-        .cloned()
+        .map(Vec::as_slice)
         .collect();
     if complete.is_empty() {
         return Ok(());

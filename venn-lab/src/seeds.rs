@@ -136,19 +136,21 @@ pub struct SeedSummary {
 
 /// Summarises `runs[seed][policy]` (every seed ran the same policies in the same order;
 /// the first policy is the baseline).
-pub fn summarize(runs: &[Vec<LabResult>]) -> SeedSummary {
-    let first = runs.first().and_then(|r| r.first());
+pub fn summarize<R: AsRef<[LabResult]>>(runs: &[R]) -> SeedSummary {
+    let first = runs.first().and_then(|r| r.as_ref().first());
     let thresholds: Vec<f64> = first
         .map(|r| r.avg_tta_s.iter().map(|(a, _, _)| *a).collect())
         .unwrap_or_default();
     let rule = first.map(|r| r.tta_rule).unwrap_or_default();
-    let policies = first.map_or(0, |_| runs[0].len());
-    let at = |seed: &Vec<LabResult>, p: usize| seed.get(p).cloned();
+    let policies = first.map_or(0, |_| runs[0].as_ref().len());
     let mut out = Vec::with_capacity(policies);
     for p in 0..policies {
-        let pairs: Vec<Option<(LabResult, LabResult)>> = runs
+        let pairs: Vec<Option<(&LabResult, &LabResult)>> = runs
             .iter()
-            .map(|seed| Some((at(seed, 0)?, at(seed, p)?)))
+            .map(|seed| {
+                let seed = seed.as_ref();
+                Some((seed.first()?, seed.get(p)?))
+            })
             .collect();
         let per = |f: &dyn Fn(&LabResult, &LabResult) -> Option<f64>| {
             Estimate::new(
@@ -208,7 +210,7 @@ pub fn summarize(runs: &[Vec<LabResult>]) -> SeedSummary {
         policies: out,
         wall_s: runs
             .iter()
-            .map(|seed| seed.iter().map(|r| r.wall_s).sum())
+            .map(|seed| seed.as_ref().iter().map(|r| r.wall_s).sum())
             .collect(),
     }
 }
@@ -313,18 +315,23 @@ fn accuracy_at(j: &JobOutcome, t: f64) -> Option<f64> {
 
 /// Per job, each policy's accuracy averaged over seeds on a time grid, with the 95 %
 /// band over seeds (where at least two seeds have a value).
-fn mean_curves(runs: &[Vec<LabResult>], unit: f64) -> Vec<Panel> {
+fn mean_curves<R: AsRef<[LabResult]>>(runs: &[R], unit: f64) -> Vec<Panel> {
     const GRID: usize = 120;
-    let Some(base) = runs.first().and_then(|r| r.first()) else {
+    let Some(base) = runs.first().and_then(|r| r.as_ref().first()) else {
         return Vec::new();
     };
-    let policies = runs[0].len();
+    let policies = runs[0].as_ref().len();
     base.jobs
         .iter()
         .map(|job| {
             let outcomes = |p: usize| {
-                runs.iter()
-                    .filter_map(move |seed| seed.get(p)?.jobs.iter().find(|j| j.name == job.name))
+                runs.iter().filter_map(move |seed| {
+                    seed.as_ref()
+                        .get(p)?
+                        .jobs
+                        .iter()
+                        .find(|j| j.name == job.name)
+                })
             };
             let t_max = (0..policies)
                 .flat_map(outcomes)
@@ -350,7 +357,7 @@ fn mean_curves(runs: &[Vec<LabResult>], unit: f64) -> Vec<Panel> {
                         };
                         band.push((t / unit, lo, hi));
                     }
-                    Series::new(runs[0][p].policy.clone(), points).with_band(band)
+                    Series::new(runs[0].as_ref()[p].policy.clone(), points).with_band(band)
                 })
                 .collect();
             Panel {
@@ -363,12 +370,12 @@ fn mean_curves(runs: &[Vec<LabResult>], unit: f64) -> Vec<Panel> {
 
 /// Writes `summary.json`, `compare.txt`, `compare-seeds.csv` and `compare-seeds.png` for
 /// `runs[seed][policy]` into `out`; returns the table.
-pub fn write_seeds(out: &Path, runs: &[Vec<LabResult>]) -> std::io::Result<String> {
+pub fn write_seeds<R: AsRef<[LabResult]>>(out: &Path, runs: &[R]) -> std::io::Result<String> {
     std::fs::create_dir_all(out)?;
     let summary = summarize(runs);
     let clock = runs
         .first()
-        .and_then(|r| r.first())
+        .and_then(|r| r.as_ref().first())
         .map(|r| r.clock)
         .unwrap_or_default();
     let (secs, axis) = clock.axis();

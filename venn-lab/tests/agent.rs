@@ -4,7 +4,7 @@
 //! devices in one process.
 //!
 //! A two-parameter test task keeps training instant, so these run in well under a minute
-//! in release (`cargo test --release -p venn-lab --test agent`).
+//! in release (`cargo test --release -p venn-lab --test integration -- agent::`).
 
 use axum::Router;
 use axum::extract::State;

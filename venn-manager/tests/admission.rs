@@ -7,7 +7,7 @@
 //! from 0.01 (empty slot) to 1 (slot full); the manual clock starts at 1000 s, inside slot
 //! 16 = [960, 1020).
 
-mod common;
+use crate::common;
 
 use axum::Router;
 use axum::http::StatusCode;

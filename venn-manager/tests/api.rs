@@ -1,6 +1,6 @@
 //! Every endpoint and every 4xx, through `tower::ServiceExt::oneshot` on `router()`.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::*;

@@ -2,7 +2,7 @@
 //! folds into the class cap, in memory and in SQLite, and a restart restores the same
 //! supply; long tag lists (interned by the core) classify exactly.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::Instant;

@@ -3,7 +3,7 @@
 //! builder and a wire type that drift apart fail here. Adding an endpoint (README:
 //! "Add an endpoint") means adding its call to this walk.
 
-mod common;
+use crate::common;
 
 use common::{admission_settings, manager_with, temp_db};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! builds it from the settings' policy table, a device checks in and is placed by it,
 //! and a restart on the same database restores its state through the same registry.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

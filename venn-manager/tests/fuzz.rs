@@ -2,7 +2,7 @@
 //! near-valid JSON, and statements of work with admission control on) never make the
 //! service panic or answer 5xx, and every error body is JSON with an error code.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

@@ -2,7 +2,7 @@
 //! resumes its jobs, rounds and outstanding tasks — in-process, and for a real
 //! `venn-manager` process killed with SIGKILL mid-round.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::*;

@@ -3,7 +3,7 @@
 //! connections past the limit are closed at accept (and counted), and honest requests go
 //! on being served throughout. Real TCP on loopback.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,7 +1,7 @@
 //! The status page's handlers through `oneshot`: empty states, what a job's rounds and
 //! metrics put on it, escaping, no tokens, and the record surviving a restart.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};

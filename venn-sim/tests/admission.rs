@@ -2,7 +2,7 @@
 //! their plan and settle value and payment, the summary adds up, admit-all admits
 //! everyone at arrival, and a misreport changes only the misreporting job's statement.
 
-mod common;
+use crate::common;
 
 use common::{catalog, job, trace};
 use venn_sim::engine::admission::{AdmissionMode, AdmissionSim, Misreport};

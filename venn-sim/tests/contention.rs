@@ -1,7 +1,7 @@
 //! Small self-contained scenarios (no shared data needed): determinism of the
 //! output files, and the policy ordering under contention.
 
-mod common;
+use crate::common;
 
 use common::{catalog, job, trace};
 use venn_sim::engine::{SimConfig, SimInput, run};

@@ -1,6 +1,6 @@
 //! Throughput of the default-volume synthetic trace: generate, write, load,
 //! replay. Ignored by default (a few seconds); run with
-//! `cargo test --release -p venn-sim --test throughput -- --ignored --nocapture`.
+//! `cargo test --release -p venn-sim --test integration -- throughput:: --ignored --nocapture`.
 
 use std::time::Instant;
 

@@ -71,18 +71,8 @@ enum Cmd {
         /// SGD steps between test evaluations.
         #[arg(long, default_value_t = 500)]
         eval_every: usize,
-        /// Learning rate.
-        #[arg(long, default_value_t = 0.05)]
-        lr: f64,
-        /// Momentum.
-        #[arg(long, default_value_t = 0.9)]
-        momentum: f64,
-        /// Weight decay.
-        #[arg(long, default_value_t = 0.0)]
-        weight_decay: f64,
-        /// Mini-batch size.
-        #[arg(long, default_value_t = 20)]
-        batch: usize,
+        #[command(flatten)]
+        sgd: SgdArgs,
         /// Shuffle seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -105,18 +95,9 @@ enum Cmd {
     Fedavg(FedavgArgs),
 }
 
-/// `fl-job fedavg`'s arguments.
-#[derive(clap::Args)]
-struct FedavgArgs {
-    /// The model, e.g. resnet18:4 or mobilenet_v2:0.25.
-    #[arg(long, default_value = "resnet18:4")]
-    model: ModelKind,
-    /// FedAvg rounds.
-    #[arg(long, default_value_t = 20)]
-    rounds: u32,
-    /// Train writers drawn per round (without replacement, by the seed).
-    #[arg(long, default_value_t = 10)]
-    participants: usize,
+/// The SGD settings `centralized` and `fedavg` share.
+#[derive(clap::Args, Debug)]
+struct SgdArgs {
     /// Learning rate.
     #[arg(long, default_value_t = 0.05)]
     lr: f64,
@@ -129,6 +110,35 @@ struct FedavgArgs {
     /// Mini-batch size.
     #[arg(long, default_value_t = 20)]
     batch: usize,
+}
+
+impl SgdArgs {
+    /// These settings over `TrainConfig`'s defaults.
+    fn train_config(&self) -> TrainConfig {
+        TrainConfig {
+            lr: self.lr,
+            momentum: self.momentum,
+            weight_decay: self.weight_decay,
+            batch_size: self.batch,
+            ..Default::default()
+        }
+    }
+}
+
+/// `fl-job fedavg`'s arguments.
+#[derive(clap::Args)]
+struct FedavgArgs {
+    /// The model, e.g. resnet18:4 or mobilenet_v2:0.25.
+    #[arg(long, default_value = "resnet18:4")]
+    model: ModelKind,
+    /// FedAvg rounds.
+    #[arg(long, default_value_t = 20)]
+    rounds: u32,
+    /// Train writers drawn per round (without replacement, by the seed).
+    #[arg(long, default_value_t = 10)]
+    participants: usize,
+    #[command(flatten)]
+    sgd: SgdArgs,
     /// Local epochs per round.
     #[arg(long, default_value_t = 1)]
     local_epochs: usize,
@@ -163,12 +173,8 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
         rounds: a.rounds,
         participants: a.participants,
         train: TrainConfig {
-            lr: a.lr,
-            momentum: a.momentum,
-            weight_decay: a.weight_decay,
-            batch_size: a.batch,
             local_epochs: a.local_epochs,
-            ..Default::default()
+            ..a.sgd.train_config()
         },
         seed: a.seed,
         eval_samples: a.eval_samples,
@@ -400,10 +406,7 @@ fn main() -> anyhow::Result<()> {
             max_epochs,
             stop_at,
             eval_every,
-            lr,
-            momentum,
-            weight_decay,
-            batch,
+            sgd,
             seed,
             init,
             out,
@@ -414,12 +417,8 @@ fn main() -> anyhow::Result<()> {
             let cfg = CentralizedConfig {
                 model,
                 train: TrainConfig {
-                    lr,
-                    momentum,
-                    weight_decay,
-                    batch_size: batch,
                     seed,
-                    ..Default::default()
+                    ..sgd.train_config()
                 },
                 budget: Duration::from_secs_f64(budget_min * 60.0),
                 max_epochs,

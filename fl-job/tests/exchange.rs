@@ -1,6 +1,6 @@
 //! What travels between job and device: weight bytes and FedAvg.
 
-use crate::common;
+mod common;
 
 use common::{TINY_MOBILENET, TINY_RESNET, device, model};
 use fl_job::{ModelKind, fedavg, read_tensors, weights};

@@ -1,7 +1,7 @@
 //! `fl-job fedavg`'s run on a tiny synthetic FEMNIST: it replays bit for bit from its seed,
 //! and records what a PyTorch replay needs (participants, seeds, shuffle, evaluation set).
 
-use crate::common;
+mod common;
 
 use common::{TINY_RESNET, samples};
 use datasets::{Femnist, Writer, shuffled_indices};

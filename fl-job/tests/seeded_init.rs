@@ -2,7 +2,7 @@
 //! devices train in the same process (as in `venn-lab`). Its own test binary: Burn's CPU
 //! backend has one random state per process, which other tests would draw from.
 
-use crate::common;
+mod common;
 
 use common::{device, samples};
 use fl_job::task::{FlTask, Registry};

@@ -1,6 +1,6 @@
 //! The bench and plot helpers behind the `fl-job` commands, on tiny inputs.
 
-use crate::common;
+mod common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Models, local training and evaluation on tiny synthetic data.
 
-use crate::common;
+mod common;
 
 use burn::module::Module;
 use burn::tensor::{Distribution, Tensor};

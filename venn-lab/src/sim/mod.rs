@@ -296,6 +296,11 @@ pub fn run_virtual(
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
+    // A schedule-only run has no trainer to notice the flag: a Ctrl-C during it still
+    // marks it, so a loop over seeds and policies stops after it.
+    if stopped_early.is_none() && cancel.load(Ordering::SeqCst) {
+        stopped_early = Some("cancelled".into());
+    }
     let wall_s = t0.elapsed().as_secs_f64();
 
     let mut outcomes = Vec::with_capacity(n);

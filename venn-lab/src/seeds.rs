@@ -314,7 +314,9 @@ fn accuracy_at(j: &JobOutcome, t: f64) -> Option<f64> {
 }
 
 /// Per job, each policy's accuracy averaged over seeds on a time grid, with the 95 %
-/// band over seeds (where at least two seeds have a value).
+/// band over seeds (where at least two seeds have a value). A point needs every seed
+/// that ran the job to have evaluated it by then: a mean over only the seeds that had
+/// started would drop when a late seed's first, untrained evaluation joined it.
 fn mean_curves<R: AsRef<[LabResult]>>(runs: &[R], unit: f64) -> Vec<Panel> {
     const GRID: usize = 120;
     let Some(base) = runs.first().and_then(|r| r.as_ref().first()) else {
@@ -345,7 +347,8 @@ fn mean_curves<R: AsRef<[LabResult]>>(runs: &[R], unit: f64) -> Vec<Panel> {
                     for k in 0..=GRID {
                         let t = t_max * k as f64 / GRID as f64;
                         let v: Vec<f64> = outcomes(p).filter_map(|j| accuracy_at(j, t)).collect();
-                        let Some(i) = mean_interval(&v) else {
+                        let all = v.len() == outcomes(p).count();
+                        let Some(i) = mean_interval(&v).filter(|_| all) else {
                             band.push((t / unit, f64::NAN, f64::NAN));
                             continue;
                         };
@@ -534,6 +537,23 @@ deadline_s = 60
         let csv = std::fs::read_to_string(dir.join("compare-seeds.csv")).unwrap();
         assert_eq!(csv.lines().count(), 1 + 3 * 2);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn mean_curves_start_when_every_seed_has_a_value() {
+        // Seed 1 evaluates job `a` first at t = 10, seed 2 only at t = 50 (and low).
+        let runs = vec![
+            vec![result("random", &[10.0, 60.0, 100.0], &[0.6, 0.62, 0.64])],
+            vec![result("random", &[50.0, 80.0, 100.0], &[0.1, 0.5, 0.6])],
+        ];
+        let panels = mean_curves(&runs, 1.0);
+        let points = &panels[0].series[0].points;
+        // Nothing before t = 50, then the mean of both seeds: no early point at 60 %
+        // followed by a drop to 35 %.
+        assert!(points.iter().all(|&(t, _)| t >= 50.0), "{points:?}");
+        let at = |t: f64| points.iter().find(|p| p.0 >= t).unwrap().1;
+        assert!((at(50.0) - 35.0).abs() < 1e-9, "{points:?}");
+        assert!((at(100.0) - 62.0).abs() < 1e-9, "{points:?}");
     }
 
     #[test]

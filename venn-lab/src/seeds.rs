@@ -342,13 +342,14 @@ fn mean_curves<R: AsRef<[LabResult]>>(runs: &[R], unit: f64) -> Vec<Panel> {
                 .fold(0.0f64, f64::max);
             let series = (0..policies)
                 .map(|p| {
+                    let seeds_with_job = outcomes(p).count();
                     let mut points = Vec::new();
                     let mut band = Vec::new();
                     for k in 0..=GRID {
                         let t = t_max * k as f64 / GRID as f64;
                         let v: Vec<f64> = outcomes(p).filter_map(|j| accuracy_at(j, t)).collect();
-                        let all = v.len() == outcomes(p).count();
-                        let Some(i) = mean_interval(&v).filter(|_| all) else {
+                        let every_seed = v.len() == seeds_with_job;
+                        let Some(i) = mean_interval(&v).filter(|_| every_seed) else {
                             band.push((t / unit, f64::NAN, f64::NAN));
                             continue;
                         };

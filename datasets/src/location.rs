@@ -17,7 +17,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::embedded;
 use crate::error::LeafError;
@@ -29,7 +29,7 @@ pub const DATA_ENV: &str = "VENN_DATA";
 pub const LEGACY_DATA_ENV: &str = "VENN_DATA_DIR";
 
 /// A kind of data the testbed reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DataKind {
     /// FEMNIST in the LEAF layout (`train/`, `test/`).
@@ -92,7 +92,7 @@ impl fmt::Display for DataKind {
 }
 
 /// Which step of the lookup order found the data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// A command-line flag or config key.
@@ -120,7 +120,7 @@ impl fmt::Display for Origin {
 }
 
 /// Data found on disk, and how it was found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Located {
     /// What kind of data.
     pub kind: DataKind,

@@ -25,6 +25,8 @@
 //! - [`compare`]: several policies' results side by side (table, CSV, a plot per job).
 //! - [`seeds`]: several seeds of that comparison: speed-ups and accuracies as means with
 //!   95 % intervals over seeds (`--seeds N`).
+//! - [`saved`]: results folders read back from their `summary.json`s, to redraw a
+//!   comparison or a summary over seeds without running again (`venn-lab summarize`).
 //! - [`attack`]: hostile clients against a `venn-manager` process (`venn-lab attack`).
 //! - `k8s` (cargo feature `k8s`): an experiment as Kubernetes objects, or as Pods for
 //!   `podman kube play` (`venn-lab k8s`).
@@ -41,6 +43,7 @@ pub mod load;
 pub mod manager;
 pub mod results;
 pub mod run;
+pub mod saved;
 pub mod seeds;
 pub mod sim;
 

@@ -86,6 +86,21 @@ enum Command {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
         seeds: u64,
     },
+    /// Redraw the comparison and the summary over seeds of a results folder from the
+    /// summary.json each run wrote, without running anything: after a change to the
+    /// tables or plots, or when seeds ran in separate invocations into one folder
+    /// (`--seeds` runs write <out>/seed-<k>/<policy>, single runs <out>/<policy>).
+    /// Rewrites each seed's compare.txt, compare.csv and compare/*.png and, with two or
+    /// more complete seeds, the folder's summary.json, compare.txt, compare-seeds.csv and
+    /// compare-seeds.png. A seed missing a policy, or with a cancelled run, is left out.
+    Summarize {
+        /// The results folder (`--out` of the runs).
+        dir: PathBuf,
+        /// Comma-separated policies; the first is the baseline (default: every policy
+        /// found, random first, the rest by name).
+        #[arg(long, value_delimiter = ',')]
+        policies: Vec<String>,
+    },
     /// Emulated check-ins over loopback against a manager: throughput and latency.
     ///
     /// Without --url, starts a manager in this process on a temporary database (so the
@@ -279,6 +294,7 @@ async fn main() -> anyhow::Result<()> {
             .await?;
         }
         Command::K8s(args) => k8s(args)?,
+        Command::Summarize { dir, policies } => summarize(&dir, &policies)?,
         Command::Gather {
             config,
             manager,
@@ -425,6 +441,39 @@ async fn over_seeds(
     report_seeds(out, seeds, &runs)
 }
 
+/// `venn-lab summarize`: each seed's comparison and the summary over seeds, redrawn from
+/// the saved runs.
+fn summarize(dir: &std::path::Path, policies: &[String]) -> anyhow::Result<()> {
+    let saved = lab::saved::read_saved(dir, policies)?;
+    for (seed, why) in &saved.skipped {
+        eprintln!("left out {}: {why}", seed.display());
+    }
+    for (seed, runs) in &saved.seeds {
+        if runs.len() > 1 {
+            print!("{}", lab::compare::write_comparison(seed, runs)?);
+            println!("comparison in {}", seed.display());
+        }
+    }
+    let complete: Vec<&[lab::LabResult]> = saved.seeds.iter().map(|(_, r)| r.as_slice()).collect();
+    if saved.multi_seed && complete.len() >= 2 {
+        print!(
+            "\n{}",
+            lab::seeds::write_seeds_numbered(dir, &complete, &saved.numbers)?
+        );
+        println!(
+            "summary over {} seed(s) in {}",
+            complete.len(),
+            dir.display()
+        );
+    } else if saved.multi_seed {
+        eprintln!(
+            "{} complete seed(s): a summary over seeds needs two",
+            complete.len()
+        );
+    }
+    Ok(())
+}
+
 /// With several seeds, the summary over them (only complete seeds: a cancelled one would
 /// bias the means).
 fn report_seeds(
@@ -436,15 +485,16 @@ fn report_seeds(
         return Ok(());
     }
     let width = runs.first().map_or(0, Vec::len);
-    let complete: Vec<&[lab::LabResult]> = runs
+    let (numbers, complete): (Vec<u64>, Vec<&[lab::LabResult]>) = runs
         .iter()
-        .filter(|r| {
+        .zip(0u64..)
+        .filter(|(r, _)| {
             r.len() == width
                 && r.iter()
                     .all(|x| x.stopped_early.as_deref() != Some("cancelled"))
         })
-        .map(Vec::as_slice)
-        .collect();
+        .map(|(r, k)| (k, r.as_slice()))
+        .unzip();
     if complete.is_empty() {
         return Ok(());
     }
@@ -455,7 +505,10 @@ fn report_seeds(
             runs.len()
         );
     }
-    print!("\n{}", lab::seeds::write_seeds(out, &complete)?);
+    print!(
+        "\n{}",
+        lab::seeds::write_seeds_numbered(out, &complete, &numbers)?
+    );
     println!("summary over seeds in {}", out.display());
     Ok(())
 }

@@ -6,13 +6,13 @@ use datasets::{Femnist, Located};
 use device_agent::agent::AgentStats;
 use fl_job::plot::{Series, accuracy_png_with};
 use fl_job::runner::{JobReport, RoundRow};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
 use venn_core::stats::TtaRule;
 
 /// How one job went.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JobOutcome {
     /// Job name.
     pub name: String,
@@ -87,7 +87,7 @@ impl JobOutcome {
 }
 
 /// Which clock an experiment's times are on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Clock {
     /// A live run (`venn-lab run`): seconds of wall time.
@@ -109,7 +109,7 @@ impl Clock {
 
 /// Which data an experiment ran on, recorded in `summary.json` so a result says whether
 /// it came from the built-in 80-writer subset, the shared set or a full download.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DataUsed {
     /// Where FEMNIST was found (`None`: the caller built it in memory).
     pub femnist: Option<Located>,
@@ -138,7 +138,7 @@ impl DataUsed {
 }
 
 /// The whole experiment under one policy.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LabResult {
     /// Experiment name.
     pub name: String,

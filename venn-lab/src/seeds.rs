@@ -375,6 +375,18 @@ fn mean_curves<R: AsRef<[LabResult]>>(runs: &[R], unit: f64) -> Vec<Panel> {
 /// Writes `summary.json`, `compare.txt`, `compare-seeds.csv` and `compare-seeds.png` for
 /// `runs[seed][policy]` into `out`; returns the table.
 pub fn write_seeds<R: AsRef<[LabResult]>>(out: &Path, runs: &[R]) -> std::io::Result<String> {
+    let seeds: Vec<u64> = (0..runs.len() as u64).collect();
+    write_seeds_numbered(out, runs, &seeds)
+}
+
+/// [`write_seeds`] where `runs[i]` is seed (replicate) `seeds[i]`, as `compare-seeds.csv`
+/// numbers it: the seeds summarised need not be `0..n` when one was left out.
+pub fn write_seeds_numbered<R: AsRef<[LabResult]>>(
+    out: &Path,
+    runs: &[R],
+    seeds: &[u64],
+) -> std::io::Result<String> {
+    assert_eq!(runs.len(), seeds.len(), "one seed number per seed's runs");
     std::fs::create_dir_all(out)?;
     let summary = summarize(runs);
     let clock = runs
@@ -403,11 +415,11 @@ pub fn write_seeds<R: AsRef<[LabResult]>>(out: &Path, runs: &[R]) -> std::io::Re
     }
     csv.push('\n');
     let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
-    for (k, _) in runs.iter().enumerate() {
+    for (k, seed) in seeds.iter().enumerate() {
         for p in &summary.policies {
             let _ = write!(
                 csv,
-                "{k},{},{},{},{},{}",
+                "{seed},{},{},{},{},{}",
                 p.policy,
                 f(p.avg_jct_s.per_seed[k]),
                 f(p.jct_speedup.per_seed[k]),

@@ -10,4 +10,5 @@ mod e2e;
 mod job_server;
 mod load;
 mod multihost;
+mod saved;
 mod virtual_clock;

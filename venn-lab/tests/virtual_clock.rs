@@ -17,23 +17,23 @@ use venn_lab::sim::VirtualOptions;
 use venn_lab::{LabConfig, LabResult, run_virtual};
 use venn_traces::Located;
 
-fn config_path() -> PathBuf {
+pub(crate) fn config_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments/virtual-quick.toml")
 }
 
 /// FEMNIST and the device tables by the usual lookup (at worst, the built-in copies).
-fn inputs() -> (Arc<datasets::Femnist>, Located) {
+pub(crate) fn inputs() -> (Arc<datasets::Femnist>, Located) {
     let data = datasets::Femnist::open(None, datasets::WriterSet::Main).unwrap();
     (Arc::new(data), venn_traces::locate_traces(None).unwrap())
 }
 
-fn out_dir(name: &str) -> PathBuf {
+pub(crate) fn out_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("venn-virtual-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
 }
 
-fn run(
+pub(crate) fn run(
     cfg: &LabConfig,
     data: &Arc<datasets::Femnist>,
     traces: &Located,

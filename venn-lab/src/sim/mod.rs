@@ -33,7 +33,7 @@ use device_agent::agent::AgentStats;
 use fl_job::runner::RoundRow;
 use fl_job::task::Registry;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use venn_core::{PolicyRegistry, RoundOutcome};
 use venn_sim::engine::{AfterClose, RoundClose, SimError, SimHooks, TaskResult};
 
@@ -43,7 +43,7 @@ use crate::run::{LabError, job_csv};
 use training::{RoundWork, TrainJob, Trainer};
 
 /// What the virtual-clock run adds to a [`LabResult`].
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct VirtualStats {
     /// Training threads.
     pub threads: usize,
@@ -76,7 +76,7 @@ pub struct VirtualStats {
 }
 
 /// One job's training in a virtual-clock run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct JobTrainStats {
     /// Job name.
     pub name: String,

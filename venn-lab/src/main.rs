@@ -426,7 +426,7 @@ async fn over_seeds(
             let r = run(replicate, &dir).await?;
             print!("{}", r.table());
             println!("results in {}", dir.display());
-            let cancelled = r.stopped_early.as_deref() == Some("cancelled");
+            let cancelled = r.cancelled();
             results.push(r);
             if cancelled {
                 break 'seeds;
@@ -448,17 +448,18 @@ fn summarize(dir: &std::path::Path, policies: &[String]) -> anyhow::Result<()> {
     for (seed, why) in &saved.skipped {
         eprintln!("left out {}: {why}", seed.display());
     }
-    for (seed, runs) in &saved.seeds {
-        if runs.len() > 1 {
-            print!("{}", lab::compare::write_comparison(seed, runs)?);
-            println!("comparison in {}", seed.display());
+    for seed in &saved.seeds {
+        if seed.runs.len() > 1 {
+            print!("{}", lab::compare::write_comparison(&seed.dir, &seed.runs)?);
+            println!("comparison in {}", seed.dir.display());
         }
     }
-    let complete: Vec<&[lab::LabResult]> = saved.seeds.iter().map(|(_, r)| r.as_slice()).collect();
+    let complete: Vec<&[lab::LabResult]> = saved.seeds.iter().map(|s| s.runs.as_slice()).collect();
+    let numbers: Vec<u64> = saved.seeds.iter().map(|s| s.number).collect();
     if saved.multi_seed && complete.len() >= 2 {
         print!(
             "\n{}",
-            lab::seeds::write_seeds_numbered(dir, &complete, &saved.numbers)?
+            lab::seeds::write_seeds_numbered(dir, &complete, &numbers)?
         );
         println!(
             "summary over {} seed(s) in {}",
@@ -488,11 +489,7 @@ fn report_seeds(
     let (numbers, complete): (Vec<u64>, Vec<&[lab::LabResult]>) = runs
         .iter()
         .zip(0u64..)
-        .filter(|(r, _)| {
-            r.len() == width
-                && r.iter()
-                    .all(|x| x.stopped_early.as_deref() != Some("cancelled"))
-        })
+        .filter(|(r, _)| r.len() == width && !r.iter().any(lab::LabResult::cancelled))
         .map(|(r, k)| (k, r.as_slice()))
         .unzip();
     if complete.is_empty() {

@@ -213,6 +213,12 @@ impl LabResult {
         }
     }
 
+    /// Whether the run was stopped by Ctrl-C (`stopped_early` = "cancelled"): its jobs are
+    /// cut short, so a summary over seeds leaves its seed out.
+    pub fn cancelled(&self) -> bool {
+        self.stopped_early.as_deref() == Some("cancelled")
+    }
+
     /// A console table: per job JCT and TTA, then averages.
     pub fn table(&self) -> String {
         let mut s = String::new();

@@ -69,15 +69,23 @@ pub struct Saved {
     pub multi_seed: bool,
     /// The policies, baseline first, in the order every seed lists them.
     pub policies: Vec<String>,
-    /// Per seed folder that holds every policy: its folder and its runs in `policies`'
-    /// order. The single-seed layout is one entry for `DIR` itself.
-    pub seeds: Vec<(PathBuf, Vec<LabResult>)>,
-    /// Each entry of `seeds`' seed number `k` (from `seed-<k>`; 0 in the single-seed
-    /// layout).
-    pub numbers: Vec<u64>,
+    /// Every seed folder that holds every policy, in order of seed number. The
+    /// single-seed layout is one entry for `DIR` itself.
+    pub seeds: Vec<SeedRuns>,
     /// Seed folders left out, and why (a policy's run missing or cancelled): a partial
     /// seed would bias the means.
     pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// One seed's runs.
+#[derive(Debug)]
+pub struct SeedRuns {
+    /// The seed (replicate) number `k` of `seed-<k>` (0 in the single-seed layout).
+    pub number: u64,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// Its runs, in [`Saved::policies`]' order.
+    pub runs: Vec<LabResult>,
 }
 
 /// The seed folders `DIR/seed-<k>` in order of `k` (none: the single-seed layout).
@@ -149,7 +157,6 @@ pub fn read_saved(dir: &Path, policies: &[String]) -> Result<Saved, SavedError> 
         multi_seed: multi,
         policies: policies.clone(),
         seeds: Vec::new(),
-        numbers: Vec::new(),
         skipped: Vec::new(),
     };
     'seeds: for (k, seed) in seed_dirs {
@@ -168,14 +175,17 @@ pub fn read_saved(dir: &Path, policies: &[String]) -> Result<Saved, SavedError> 
                     found: r.policy,
                 });
             }
-            if r.stopped_early.as_deref() == Some("cancelled") {
+            if r.cancelled() {
                 saved.skipped.push((seed, format!("{p} was cancelled")));
                 continue 'seeds;
             }
             runs.push(r);
         }
-        saved.seeds.push((seed, runs));
-        saved.numbers.push(k);
+        saved.seeds.push(SeedRuns {
+            number: k,
+            dir: seed,
+            runs,
+        });
     }
     if saved.seeds.is_empty() && saved.skipped.is_empty() {
         return Err(SavedError::Empty { dir: dir.into() });

@@ -54,16 +54,21 @@ fn a_seeds_folder_read_back_gives_the_same_summary() {
     assert_eq!(saved.policies, ["random", "venn"]);
     assert!(saved.skipped.is_empty(), "{:?}", saved.skipped);
     assert_eq!(saved.seeds.len(), 2);
-    for (k, ((seed, back), orig)) in saved.seeds.iter().zip(&runs).enumerate() {
-        assert!(seed.ends_with(format!("seed-{k}")), "{}", seed.display());
-        for (b, o) in back.iter().zip(orig) {
+    for (k, (seed, orig)) in saved.seeds.iter().zip(&runs).enumerate() {
+        assert_eq!(seed.number, k as u64);
+        assert!(
+            seed.dir.ends_with(format!("seed-{k}")),
+            "{}",
+            seed.dir.display()
+        );
+        for (b, o) in seed.runs.iter().zip(orig) {
             assert_eq!(b.policy, o.policy);
             assert_eq!(b.avg_jct_s, o.avg_jct_s);
             assert_eq!(b.jobs.len(), o.jobs.len());
         }
     }
     let again = out_dir("saved-again");
-    let back: Vec<&[LabResult]> = saved.seeds.iter().map(|(_, r)| r.as_slice()).collect();
+    let back: Vec<&[LabResult]> = saved.seeds.iter().map(|s| s.runs.as_slice()).collect();
     venn_lab::seeds::write_seeds(&again, &back).unwrap();
     for (f, w) in ["summary.json", "compare-seeds.csv", "compare.txt"]
         .iter()
@@ -77,7 +82,7 @@ fn a_seeds_folder_read_back_gives_the_same_summary() {
     std::fs::remove_file(dir.join("seed-0/venn/summary.json")).unwrap();
     let saved = read_saved(&dir, &[]).unwrap();
     assert_eq!(saved.seeds.len(), 1);
-    assert_eq!(saved.numbers, [1]);
+    assert_eq!(saved.seeds[0].number, 1);
     assert_eq!(saved.skipped.len(), 1);
     assert!(
         saved.skipped[0].0.ends_with("seed-0"),
@@ -89,9 +94,9 @@ fn a_seeds_folder_read_back_gives_the_same_summary() {
         "{:?}",
         saved.skipped
     );
-    let one: Vec<&[LabResult]> = saved.seeds.iter().map(|(_, r)| r.as_slice()).collect();
+    let one: Vec<&[LabResult]> = saved.seeds.iter().map(|s| s.runs.as_slice()).collect();
     let alone = out_dir("saved-alone");
-    venn_lab::seeds::write_seeds_numbered(&alone, &one, &saved.numbers).unwrap();
+    venn_lab::seeds::write_seeds_numbered(&alone, &one, &[saved.seeds[0].number]).unwrap();
     let rows = String::from_utf8(read(&alone.join("compare-seeds.csv"))).unwrap();
     assert!(rows.lines().skip(1).all(|l| l.starts_with("1,")), "{rows}");
 

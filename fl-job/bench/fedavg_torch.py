@@ -238,11 +238,12 @@ def build_model(spec):
     sys.exit(f"fedavg_torch: unknown model {spec}")
 
 
-def load_our_init(model, run_dir):
-    """Copies the run's initial weights (init.json + init.f32, Burn paths) into `model`."""
+def load_our_init(model, run_dir, blob_name="init.f32"):
+    """Copies the run's initial weights (init.json + init.f32, Burn paths) into `model`; with
+    `blob_name` another blob in init.f32's layout (round-N.f32 of `fl-job fedavg --save-rounds`)."""
     with open(os.path.join(run_dir, "init.json")) as f:
         index = json.load(f)
-    blob = np.fromfile(os.path.join(run_dir, "init.f32"), dtype="<f4")
+    blob = np.fromfile(os.path.join(run_dir, blob_name), dtype="<f4")
     state = model.state_dict()
     seen = set()
     rename = {"gamma": "weight", "beta": "bias"}
@@ -385,6 +386,36 @@ def replay(run_path, init="torch", threads=None, data_dir=None, log=print):
     }
 
 
+def score_rounds(run_path, threads=None, data_dir=None, log=print):
+    """Scores our own global weights of every round (round-N.f32, written by `fl-job fedavg
+    --save-rounds`) with PyTorch's evaluation: the same weights and running statistics, the
+    same evaluation set. Where our accuracy and PyTorch's on the same weights differ, our
+    evaluation path is wrong; where they agree, the weights themselves are what they are."""
+    if threads:
+        torch.set_num_threads(threads)
+    with open(run_path) as f:
+        run = json.load(f)
+    cfg = run["config"]
+    data_dir = data_dir or run["data"]
+    run_dir = os.path.dirname(os.path.abspath(run_path))
+    test = load_leaf(os.path.join(data_dir, "test"), {w for w, _ in run["eval_set"]})
+    eval_x = model_pixels(np.stack([test[w][0][i] for w, i in run["eval_set"]]))
+    eval_y = torch.tensor([int(test[w][1][i]) for w, i in run["eval_set"]])
+    model = build_model(cfg["model"])
+    rows = []
+    for r in run["rounds"]:
+        name = f"round-{r['round']}.f32"
+        if not os.path.exists(os.path.join(run_dir, name)):
+            continue
+        load_our_init(model, run_dir, name)
+        acc, loss = evaluate(model, eval_x, eval_y, cfg["eval_batch"])
+        rows.append({"round": r["round"], "ours": r["accuracy"], "ours_loss": r["loss"],
+                     "torch_eval": acc, "torch_eval_loss": loss})
+        log(f"round {r['round']:3}: ours {r['accuracy'] * 100:6.2f} % loss {r['loss']:.4f} | "
+            f"PyTorch on our weights {acc * 100:6.2f} % loss {loss:.4f}")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", help="fedavg.json written by `fl-job fedavg`")
@@ -393,7 +424,16 @@ def main():
                     help="PyTorch's own seeded initialisation, or the run's initial weights")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--data", help="FEMNIST directory (default: the one the run read)")
+    ap.add_argument("--score-rounds", action="store_true",
+                    help="replay nothing: score the run's round-N.f32 (fl-job fedavg --save-rounds) "
+                    "with PyTorch's evaluation, beside the run's own accuracy")
     a = ap.parse_args()
+    if a.score_rounds:
+        rows = score_rounds(a.run, a.threads, a.data)
+        out = a.out or os.path.join(os.path.dirname(os.path.abspath(a.run)), "torch-scored.json")
+        with open(out, "w") as f:
+            json.dump(rows, f, indent=1)
+        return
     report = replay(a.run, a.init, a.threads, a.data)
     out = a.out or os.path.join(os.path.dirname(os.path.abspath(a.run)), "torch.json")
     with open(out, "w") as f:

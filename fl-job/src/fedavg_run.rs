@@ -172,7 +172,7 @@ pub struct FedAvgReport {
 }
 
 /// The initial weights as named tensors, and the report. `on_round` sees each record as
-/// it is made (round 0 first).
+/// it is made (round 0 first) with the global weights it scored (the task's bytes).
 ///
 /// The whole run executes on one thread of rayon's pool. BatchNorm's running statistics are
 /// Burn `RunningState`s, which keep one pending update per thread and average the pending
@@ -185,7 +185,7 @@ pub fn run_fedavg(
     data: &Femnist,
     data_dir: &str,
     cfg: &FedAvgConfig,
-    on_round: impl FnMut(&RoundRecord) + Send,
+    on_round: impl FnMut(&RoundRecord, &[u8]) + Send,
 ) -> Result<(Vec<NamedTensor>, FedAvgReport), FlError> {
     rayon::scope(|_| run_on_one_thread(data, data_dir, cfg, on_round))
 }
@@ -194,7 +194,7 @@ fn run_on_one_thread(
     data: &Femnist,
     data_dir: &str,
     cfg: &FedAvgConfig,
-    mut on_round: impl FnMut(&RoundRecord),
+    mut on_round: impl FnMut(&RoundRecord, &[u8]),
 ) -> Result<(Vec<NamedTensor>, FedAvgReport), FlError> {
     cfg.validate(data.train.len())?;
     let start = Instant::now();
@@ -218,7 +218,7 @@ fn run_on_one_thread(
         loss: e0.loss,
         wall_s: start.elapsed().as_secs_f64(),
     }];
-    on_round(&rounds[0]);
+    on_round(&rounds[0], &global);
     let mut first_shuffle = Vec::new();
     for round in 1..=cfg.rounds {
         let picked = participants(data.train.len(), cfg.participants, cfg.seed, round);
@@ -255,7 +255,7 @@ fn run_on_one_thread(
             loss: e.loss,
             wall_s: start.elapsed().as_secs_f64(),
         };
-        on_round(&rec);
+        on_round(&rec, &global);
         rounds.push(rec);
     }
     let report = FedAvgReport {

@@ -41,11 +41,11 @@ fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
     };
     let (init, a) = {
         let _rng = common::rng_lock();
-        run_fedavg(&d, "synthetic", &cfg, |_| {}).unwrap()
+        run_fedavg(&d, "synthetic", &cfg, |_, _| {}).unwrap()
     };
     let (_, b) = {
         let _rng = common::rng_lock();
-        run_fedavg(&d, "synthetic", &cfg, |_| {}).unwrap()
+        run_fedavg(&d, "synthetic", &cfg, |_, _| {}).unwrap()
     };
     let curve = |r: &fl_job::fedavg_run::FedAvgReport| {
         r.rounds
@@ -83,6 +83,6 @@ fn too_many_participants_is_a_config_error() {
         participants: 7,
         ..Default::default()
     };
-    let err = run_fedavg(&data(6), "synthetic", &cfg, |_| {}).unwrap_err();
+    let err = run_fedavg(&data(6), "synthetic", &cfg, |_, _| {}).unwrap_err();
     assert!(err.to_string().contains("participants"), "{err}");
 }

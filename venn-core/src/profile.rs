@@ -108,6 +108,61 @@ impl Default for TaskCost {
     }
 }
 
+/// The work one task of a job does, from which its time on any device follows: FedScale's
+/// model (`fedscale/cloud/internal/client_metadata.py`), computation = 3 × samples trained ×
+/// the device's traced ms per sample, communication = the model's bits down and up over the
+/// device's bandwidth — with the model's own cost per sample, so that a job of a larger
+/// model, or a device holding more samples, takes longer.
+///
+/// The capacity trace's `computation_ms_per_sample` is an inference latency; the Venn
+/// authors' testbed reads it as the latency of its reference profile, MobileNet-V2 on
+/// FEMNIST, and FedScale counts a training sample as 3 inferences (backward ≈ 2 × forward).
+/// A job states its model's cost relative to that reference in
+/// [`TaskWork::ref_ms_per_sample`]: the training time per sample on the reference device
+/// (78 ms/sample), `3 × 78 × forward cost of the model / forward cost of the reference`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskWork {
+    /// Passes over the device's local samples (local epochs).
+    pub epochs: f64,
+    /// Milliseconds of training per sample on the reference device (78 ms/sample).
+    pub ref_ms_per_sample: f64,
+    /// Bytes of the model, downloaded once and uploaded once per task.
+    pub model_bytes: f64,
+    /// At most this many samples are trained (a cap on local steps × batch), if set.
+    #[serde(default)]
+    pub max_samples: Option<f64>,
+}
+
+impl TaskWork {
+    /// The nominal (reference-device) cost of a task on `local_samples` samples, which
+    /// [`DeviceProfile::task_seconds`] scales to a device: `local_samples × epochs` (at most
+    /// `max_samples`) `× ref_ms_per_sample / 1000` s of computation and `2 × model_bytes × 8 / 1000 / 13736`
+    /// s of transfer.
+    pub fn cost(&self, local_samples: u64) -> TaskCost {
+        let trained = local_samples as f64 * self.epochs;
+        let trained = self.max_samples.map_or(trained, |m| trained.min(m));
+        TaskCost {
+            compute_s: trained * self.ref_ms_per_sample / 1000.0,
+            comm_s: 2.0 * self.model_bytes * 8.0 / 1000.0 / REFERENCE_KBPS,
+        }
+    }
+
+    /// The first field that makes this work unusable, if any.
+    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+        for (name, v) in [
+            ("epochs", self.epochs),
+            ("ref_ms_per_sample", self.ref_ms_per_sample),
+            ("model_bytes", self.model_bytes),
+            ("max_samples", self.max_samples.unwrap_or(0.0)),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err((name, "must be a finite number at least 0"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Minimum thresholds a device must meet, plus tags it must carry.
 ///
 /// Two jobs whose requirements are equal (bit-for-bit thresholds and the same tag set)
@@ -259,6 +314,43 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(Requirement::scores(-0.0, 0.0, 0.0), Requirement::any());
         assert_ne!(Requirement::scores(1.0, 0.0, 0.0), Requirement::any());
+    }
+
+    #[test]
+    fn task_work_times_samples_model_and_bytes() {
+        let work = TaskWork {
+            epochs: 2.0,
+            ref_ms_per_sample: 3.0 * REFERENCE_MS_PER_SAMPLE * 0.1,
+            model_bytes: 1_000_000.0,
+            max_samples: None,
+        };
+        // A device half as fast as the reference with a quarter of its bandwidth.
+        let d = DeviceProfile::new(0.0, 0.0, 0.0).with_speed(156.0, REFERENCE_KBPS / 4.0);
+        let t = d.task_seconds(work.cost(150));
+        // FedScale: 3 × samples × ms/sample (× the model's relative cost) + kbit / kbps.
+        let compute = 3.0 * 150.0 * 2.0 * 156.0 * 0.1 / 1000.0;
+        let comm = 2.0 * 8_000.0 / (REFERENCE_KBPS / 4.0);
+        assert!(
+            (t - (compute + comm)).abs() < 1e-9,
+            "{t} vs {}",
+            compute + comm
+        );
+        // Twice the samples, twice the computation; the transfer stays.
+        let t2 = d.task_seconds(work.cost(300));
+        assert!((t2 - (2.0 * compute + comm)).abs() < 1e-9);
+        // A cap on the samples trained (local steps) caps the computation.
+        let capped = TaskWork {
+            max_samples: Some(150.0),
+            ..work
+        };
+        let t3 = d.task_seconds(capped.cost(300));
+        assert!((t3 - (compute / 2.0 + comm)).abs() < 1e-9);
+        assert!(work.validate().is_ok());
+        let bad = TaskWork {
+            epochs: f64::NAN,
+            ..work
+        };
+        assert_eq!(bad.validate().unwrap_err().0, "epochs");
     }
 
     #[test]

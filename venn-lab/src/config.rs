@@ -178,28 +178,24 @@ impl Default for VirtualConfig {
     }
 }
 
-fn default_workload_s() -> f64 {
-    30.0
-}
-fn default_comm_s() -> f64 {
-    10.0
-}
-
 /// A job of the experiment and when it starts.
 #[derive(Debug, Clone, Deserialize)]
 pub struct LabJob {
     /// Seconds after the experiment start.
     #[serde(default)]
     pub arrival_s: f64,
-    /// `venn-lab sim`: a task's compute time on the reference device (78 ms per sample),
-    /// seconds; a device's is `workload_s × its ms per sample / 78` (default 30, the Venn
-    /// authors' job catalog).
-    #[serde(default = "default_workload_s")]
-    pub workload_s: f64,
-    /// `venn-lab sim`: a task's transfer time at the reference bandwidth (13,736 kbit/s),
-    /// seconds (default 10, the authors' job traces).
-    #[serde(default = "default_comm_s")]
-    pub comm_s: f64,
+    /// `venn-lab sim`: when set, every task's compute time on the reference device (78 ms
+    /// per sample), seconds, whatever the model and the device's samples; a device's is
+    /// `workload_s × its ms per sample / 78` (the Venn authors' job catalog has 30). Unset
+    /// (the default), a task's time follows from the work it does: the device's samples ×
+    /// local epochs × the model's cost per sample, plus the model's bytes both ways
+    /// (`venn_core::TaskWork`); tasks that cannot state their work fall back to 30.
+    #[serde(default)]
+    pub workload_s: Option<f64>,
+    /// `venn-lab sim`, with `workload_s`: a task's transfer time at the reference bandwidth
+    /// (13,736 kbit/s), seconds (default 10, the authors' job traces).
+    #[serde(default)]
+    pub comm_s: Option<f64>,
     /// The job.
     #[serde(flatten)]
     pub job: JobConfig,
@@ -335,9 +331,19 @@ impl LabConfig {
                 return Err(bad(format!("jobs[{i}].arrival_s"), "must be ≥ 0".into()));
             }
             for (key, v) in [("workload_s", j.workload_s), ("comm_s", j.comm_s)] {
-                if !(v.is_finite() && v >= 0.0) {
+                if let Some(v) = v
+                    && !(v.is_finite() && v >= 0.0)
+                {
                     return Err(bad(format!("jobs[{i}].{key}"), "must be ≥ 0".into()));
                 }
+            }
+            if j.comm_s.is_some() && j.workload_s.is_none() {
+                return Err(bad(
+                    format!("jobs[{i}].comm_s"),
+                    "applies only with workload_s (a fixed task time); without both, a task's \
+                     time follows from the model's bytes and work"
+                        .into(),
+                ));
             }
             if !names.insert(j.job.name.clone()) {
                 return Err(bad(

@@ -12,7 +12,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use datasets::{Femnist, IMAGE_PIXELS, SampleView, Writer};
-use device_agent::agent::{Agent, AgentConfig, AgentStats, Shard, TaskCache, emulated_duration};
+use device_agent::agent::{
+    Agent, AgentConfig, AgentStats, Shard, TaskCache, TaskTiming, emulated_duration,
+};
 use device_agent::availability::{Availability, DeviceState, Session, SessionOptions, Timeline};
 use device_agent::population;
 use fl_job::task::{FlTask, LocalUpdate, Registry};
@@ -283,10 +285,37 @@ fn synthetic_availability_is_diurnal_and_per_device() {
 fn emulated_duration_scales_compute_and_transfer() {
     // 2× slower than the reference, 8 Mbit/s: 1 s of compute is 2 s, 1 MB is 1 s.
     let p = DeviceProfile::new(1.0, 1.0, 10.0).with_speed(156.0, 8000.0);
-    let d = emulated_duration(Duration::from_secs(1), &p, 1_000_000, 1.0);
+    let measured = TaskTiming::Measured {
+        compute: Duration::from_secs(1),
+        transfer_bytes: 1_000_000,
+    };
+    let d = emulated_duration(measured, &p, 1.0);
     assert!((d.as_secs_f64() - 3.0).abs() < 1e-9, "{d:?}");
-    let d = emulated_duration(Duration::from_secs(1), &p, 1_000_000, 10.0);
+    let d = emulated_duration(measured, &p, 10.0);
     assert!((d.as_secs_f64() - 0.3).abs() < 1e-9, "{d:?}");
+}
+
+/// A task that states its work is timed by venn-core's rule, the virtual clock's: the
+/// device's samples × epochs × the model's cost per sample, plus its bytes both ways.
+#[test]
+fn emulated_duration_of_stated_work_is_the_virtual_clocks() {
+    let task = fl_job::task::BurnTask {
+        name: "m".into(),
+        kind: "mobilenet_v2:0.25".parse().unwrap(),
+        train: fl_job::TrainConfig {
+            local_epochs: 2,
+            ..Default::default()
+        },
+        eval_batch: 100,
+    };
+    let work = task.work().expect("a Burn task states its work");
+    let p = DeviceProfile::new(1.0, 1.0, 10.0).with_speed(156.0, 8000.0);
+    let d = emulated_duration(TaskTiming::Work { work, samples: 150 }, &p, 1.0);
+    assert_eq!(d.as_secs_f64(), p.task_seconds(work.cost(150)));
+    // 300 samples cost twice the computation; the transfer is the same.
+    let d2 = emulated_duration(TaskTiming::Work { work, samples: 300 }, &p, 1.0);
+    let comm = 2.0 * work.model_bytes * 8.0 / (8000.0 * 1000.0);
+    assert!(((d2.as_secs_f64() - comm) - 2.0 * (d.as_secs_f64() - comm)).abs() < 1e-9);
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //!
 //! The scenario (seeded): a few hundred check-ins over an hour, some too short for a
 //! task (the device refuses the offer) or too short to finish it (the result is lost),
-//! fast and slow devices, two nested device specs, four jobs with deadlines that some
+//! fast and slow devices holding few or many samples, half the jobs timed from their work
+//! (samples × epochs × cost per sample + bytes both ways, venn-core's `TaskWork`) and half
+//! by a fixed workload, two nested device specs, four jobs with deadlines that some
 //! rounds miss (abort and retry) and some meet only under the authors' deadline rule.
 //! The manager-side driver does what a live deployment does — devices check in with the
 //! time they have left, report results or failures, jobs close rounds by venn-core's
@@ -26,13 +28,13 @@ use venn_api::manager::{CheckIn, CheckInReply, RegisterJob, SubmitRound};
 use venn_core::admission::AdmissionParams;
 use venn_core::job::TaskState;
 use venn_core::rules::RoundRule;
-use venn_core::{PolicyRegistry, RoundOutcome, TaskCost};
+use venn_core::{DataPartition, PolicyRegistry, RoundOutcome, TaskWork};
 use venn_manager::error::ServiceError;
 use venn_manager::{Clock, Manager, Settings};
 use venn_sim::engine::admission::{AdmissionSim, job_statements};
 use venn_sim::engine::{
     AdmissionEvent, AfterClose, Dispatch, RoundClose, SimConfig, SimError, SimHooks, SimInput,
-    run_with_hooks,
+    run_with_hooks, task_cost,
 };
 use venn_traces::{
     AvailabilityTrace, CapacityTable, CheckInRow, DeviceCapacity, DeviceCatalog, EligibilityTable,
@@ -122,14 +124,32 @@ fn scenario(seed: u64, jobs: usize, arrivals_s: f64) -> SimInput {
             }
         })
         .collect();
-    SimInput::new(
+    let mut input = SimInput::new(
         AvailabilityTrace::from_rows(rows),
         &catalog,
         &jobs,
         Some(1),
         1.0,
     )
-    .unwrap()
+    .unwrap();
+    // Half the jobs are timed from their work over the devices' samples (a model's cost
+    // per sample and bytes, as `venn-lab sim` times FEMNIST jobs), the others by the
+    // traces' fixed workload: a device with more samples takes longer on the former.
+    input.partition = Some(DataPartition {
+        writer_samples: (0..50).map(|_| rng.random_range(20..400)).collect(),
+        writers_per_device: 2,
+    });
+    for (i, j) in input.jobs.iter_mut().enumerate() {
+        if i % 2 == 1 {
+            j.work = Some(TaskWork {
+                epochs: 2.0,
+                ref_ms_per_sample: rng.random_range(10.0..80.0),
+                model_bytes: rng.random_range(1e5..2e7),
+                max_samples: None,
+            });
+        }
+    }
+    input
 }
 
 fn config(policy: &str) -> SimConfig {
@@ -366,10 +386,7 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> (Vec<Step>, u64) {
                         rounds: l.targets[j],
                         model_size_bytes: 1_000,
                         plan_url: "http://127.0.0.1:9/plan".into(),
-                        task_cost: Some(TaskCost {
-                            compute_s: row.workload_s,
-                            comm_s: row.comm_s * cfg.comm_trips,
-                        }),
+                        task_cost: Some(task_cost(input, cfg, j, None)),
                         statement: statements.get(j).map(|s| s.reported.clone()),
                     });
                     let reg = match reg {
@@ -473,11 +490,7 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> (Vec<Step>, u64) {
             let (round, attempt) = l.open[j].unwrap();
             assert_eq!(assignment.round, round);
             l.steps.push(Step::Assign(t, c.client_id, j, round));
-            let row = &input.jobs[j].row;
-            let cost = TaskCost {
-                compute_s: row.workload_s,
-                comm_s: row.comm_s * cfg.comm_trips,
-            };
+            let cost = task_cost(input, cfg, j, Some(c.client_id));
             let end = t + profile.task_seconds(cost);
             let ok = end <= c.online_until_s;
             task_no += 1;

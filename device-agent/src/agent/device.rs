@@ -4,7 +4,7 @@
 //! task needs is built inside [`serve`], which is boxed so that its larger state only
 //! exists while a task is in progress.
 
-use super::{Shared, emulated_duration};
+use super::{Shared, TaskTiming, emulated_duration};
 use crate::availability::DeviceState;
 use datasets::Samples;
 use std::future::Future;
@@ -256,12 +256,10 @@ async fn serve(
         Some(p) => p.expect("the worker semaphore is never closed"),
     };
     let data = sh.data.clone();
-    let n = data.train.len();
-    let writers: Vec<usize> = (0..sh.writers_per_device)
-        .map(|k| (index * sh.writers_per_device + k) % n)
-        .collect();
+    let writers: Vec<usize> = sh.partition.writers(index as u64).collect();
     let seed = mix(plan.seed, id);
     let down = global.len() as u64;
+    let work = task.work();
     let joined = tokio::task::spawn_blocking(move || {
         let t = std::time::Instant::now();
         let r = if let [w] = writers[..] {
@@ -294,7 +292,17 @@ async fn serve(
         .training_us
         .fetch_add(compute.as_micros() as u64, Relaxed);
     let bytes = down + update.weights.len() as u64;
-    let emulated = emulated_duration(compute, &sh.profiles[index], bytes, sh.timeline.compress);
+    let timing = match work {
+        Some(work) => TaskTiming::Work {
+            work,
+            samples: update.samples,
+        },
+        None => TaskTiming::Measured {
+            compute,
+            transfer_bytes: bytes,
+        },
+    };
+    let emulated = emulated_duration(timing, &sh.profiles[index], sh.timeline.compress);
     let finish = (started + emulated).max(Instant::now());
     if let Some(end) = session_end
         && finish > end

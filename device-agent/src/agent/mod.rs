@@ -15,10 +15,14 @@
 //!
 //! # Emulated time
 //!
-//! A device's task lasts, in trace seconds,
+//! A device's task lasts, in trace seconds, what the work it does costs on that device
+//! (venn-core's `TaskWork`, FedScale's model, the same rule as `venn-lab sim`'s virtual
+//! clock): its local samples × local epochs × the model's cost per sample scaled by its
+//! `ms_per_sample`, plus the model's bytes down and up over its bandwidth. A task that
+//! cannot state its work (`FlTask::work` is `None`) lasts
 //! `compute × ms_per_sample / 78 + bytes × 8 / (bandwidth_kbps × 1000)`, where `compute`
 //! is the measured training time on this host (taken as the reference device,
-//! 78 ms/sample) and `bytes` the weights downloaded plus the update uploaded; divided by
+//! 78 ms/sample) and `bytes` the weights downloaded plus the update uploaded. Divided by
 //! the compression factor it gives the wall time from assignment to upload
 //! ([`emulated_duration`]). Real training that takes longer than that is not hidden:
 //! the upload then goes out as soon as training ends.
@@ -45,8 +49,8 @@ use thiserror::Error;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use venn_api::client::ManagerClient;
-use venn_core::DeviceProfile;
 use venn_core::profile::REFERENCE_MS_PER_SAMPLE;
+use venn_core::{DataPartition, DeviceProfile, TaskWork};
 
 /// Why a population could not start.
 #[derive(Debug, Error)]
@@ -161,18 +165,41 @@ pub fn load_femnist(dir: Option<&Path>) -> Result<Arc<Femnist>, AgentError> {
     Ok(Arc::new(data))
 }
 
-/// The wall time from assignment to upload of a task (see the module docs): the
-/// measured `compute` scaled by the device's speed, plus `transfer_bytes` at its
-/// bandwidth, divided by `compress`.
-pub fn emulated_duration(
-    compute: Duration,
-    profile: &DeviceProfile,
-    transfer_bytes: u64,
-    compress: f64,
-) -> Duration {
-    let compute_s = compute.as_secs_f64() * profile.ms_per_sample / REFERENCE_MS_PER_SAMPLE;
-    let comm_s = transfer_bytes as f64 * 8.0 / (profile.bandwidth_kbps.max(1e-9) * 1000.0);
-    let wall = (compute_s + comm_s) / compress;
+/// What a task's device time follows from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TaskTiming {
+    /// The work done (the task states it: `FlTask::work`), on the device's local samples:
+    /// venn-core's rule, the same as the virtual clock's.
+    Work {
+        /// The job's per-task work.
+        work: TaskWork,
+        /// The device's local samples.
+        samples: u64,
+    },
+    /// A task that cannot state its work: the training time measured on this host (taken
+    /// as the reference device's) and the bytes actually moved.
+    Measured {
+        /// Measured training time.
+        compute: Duration,
+        /// Bytes downloaded plus uploaded.
+        transfer_bytes: u64,
+    },
+}
+
+/// The wall time from assignment to upload of a task (see the module docs): the device
+/// time of `timing` on `profile`, divided by `compress`.
+pub fn emulated_duration(timing: TaskTiming, profile: &DeviceProfile, compress: f64) -> Duration {
+    let device_s = match timing {
+        TaskTiming::Work { work, samples } => profile.task_seconds(work.cost(samples)),
+        TaskTiming::Measured {
+            compute,
+            transfer_bytes,
+        } => {
+            compute.as_secs_f64() * profile.ms_per_sample / REFERENCE_MS_PER_SAMPLE
+                + transfer_bytes as f64 * 8.0 / (profile.bandwidth_kbps.max(1e-9) * 1000.0)
+        }
+    };
+    let wall = device_s / compress;
     // Clamped so a degenerate profile cannot overflow `Duration`.
     Duration::from_secs_f64(if wall.is_finite() {
         wall.clamp(0.0, 1e9)
@@ -274,7 +301,8 @@ struct Shared {
     availability: Arc<Availability>,
     timeline: Timeline,
     data: Arc<Femnist>,
-    writers_per_device: usize,
+    /// Which writers each device trains on (by its index in the population).
+    partition: DataPartition,
     drop_fraction: f64,
     seed: u64,
     start_jitter: Duration,
@@ -330,8 +358,11 @@ impl Agent {
             first_device_id: cfg.first_device_id,
             availability: cfg.availability,
             timeline,
+            partition: DataPartition {
+                writer_samples: cfg.data.train.iter().map(|w| w.len() as u64).collect(),
+                writers_per_device: cfg.writers_per_device,
+            },
             data: cfg.data,
-            writers_per_device: cfg.writers_per_device,
             drop_fraction: cfg.drop_fraction,
             seed: cfg.seed,
             start_jitter: cfg.start_jitter,

@@ -1,7 +1,7 @@
 //! `fl-job`: run one live FL job against a manager, benchmark the models, and run the
 //! centralized sanity experiment.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -158,6 +158,11 @@ struct FedavgArgs {
     /// Output directory for fedavg.json, fedavg.csv, init.f32 and init.json.
     #[arg(long, default_value = "results/fedavg")]
     out: PathBuf,
+    /// Also write every round's global weights as round-N.f32 (the layout of init.f32), so
+    /// that a replay can score our weights with its own evaluation
+    /// (fl-job/bench/fedavg_torch.py --score-rounds).
+    #[arg(long)]
+    save_rounds: bool,
 }
 
 fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
@@ -185,7 +190,17 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
     let bar = ProgressBar::new(u64::from(cfg.rounds)).with_style(ProgressStyle::with_template(
         "{bar:30} round {pos}/{len} [{elapsed}] {msg}",
     )?);
-    let (initial, report) = run_fedavg(&femnist, &data_dir, &cfg, |r| {
+    let task = fl_job::task::BurnTask {
+        name: "fedavg-run".into(),
+        kind: cfg.model,
+        train: cfg.train.clone(),
+        eval_batch: cfg.eval_batch,
+    };
+    let mut saved: anyhow::Result<()> = Ok(());
+    let (initial, report) = run_fedavg(&femnist, &data_dir, &cfg, |r, global| {
+        if a.save_rounds && saved.is_ok() {
+            saved = save_round(&task, global, &a.out.join(format!("round-{}.f32", r.round)));
+        }
         tracing::info!(
             round = r.round,
             accuracy = format!("{:.4}", r.accuracy),
@@ -197,6 +212,7 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
         bar.set_message(format!("acc {:.2} %", r.accuracy * 100.0));
     })?;
     bar.finish_and_clear();
+    saved?;
     let write = |name: &str, bytes: &[u8]| {
         let path = a.out.join(name);
         std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))
@@ -223,6 +239,13 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
         a.out.join("fedavg.json").display()
     );
     Ok(())
+}
+
+/// One round's global weights as a little-endian f32 blob in init.f32's layout.
+fn save_round(task: &fl_job::task::BurnTask, global: &[u8], path: &Path) -> anyhow::Result<()> {
+    use fl_job::task::FlTask;
+    let (blob, _) = fl_job::fedavg_run::tensors_blob(&task.decode(global)?);
+    std::fs::write(path, blob).with_context(|| format!("writing {}", path.display()))
 }
 
 /// `fl-job run`'s arguments.

@@ -14,7 +14,7 @@
 
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
+use burn::nn::{BatchNorm, BatchNormConfig, Initializer, PaddingConfig2d};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, s};
 
@@ -32,7 +32,8 @@ pub struct ConvBn {
 }
 
 impl ConvBn {
-    /// `kernel` × `kernel` convolution with "same" padding for odd kernels.
+    /// `kernel` × `kernel` convolution with "same" padding for odd kernels, initialised by
+    /// Burn's default (Kaiming-uniform over the fan-in, PyTorch's default too).
     pub(crate) fn new(
         channels: [usize; 2],
         kernel: usize,
@@ -41,12 +42,27 @@ impl ConvBn {
         act: Act,
         device: &Device,
     ) -> Self {
+        let init = Conv2dConfig::new(channels, [kernel, kernel]).initializer;
+        Self::with_init(channels, kernel, stride, groups, act, init, device)
+    }
+
+    /// [`ConvBn::new`] with the convolution's weights drawn from `init`.
+    pub(crate) fn with_init(
+        channels: [usize; 2],
+        kernel: usize,
+        stride: usize,
+        groups: usize,
+        act: Act,
+        init: Initializer,
+        device: &Device,
+    ) -> Self {
         let pad = kernel / 2;
         let conv = Conv2dConfig::new(channels, [kernel, kernel])
             .with_stride([stride, stride])
             .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
             .with_groups(groups)
             .with_bias(false)
+            .with_initializer(init)
             .init(device);
         let bn = BatchNormConfig::new(channels[1]).init(device);
         let act = match act {

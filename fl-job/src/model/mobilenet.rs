@@ -7,16 +7,24 @@
 //! so the maps go 28 → 14 → 7 → 4 → 2. Keeping those strides (rather than CIFAR-style
 //! stride-1 early stages) made training 2.5–3× faster in a probe here, because depthwise
 //! backward on large maps is the slow part on the CPU backend.
+//!
+//! Initialisation is torchvision's for MobileNet-V2, not Burn's default: convolutions
+//! N(0, 2 / (c_out · k²)) (Kaiming-normal over PyTorch's fan-out, which does not divide by
+//! the groups, so a depthwise filter starts small), the classifier N(0, 0.01) with a zero
+//! bias, BatchNorm γ = 1, β = 0. With Burn's (and PyTorch's) default Kaiming-uniform over the
+//! fan-in, FedAvg at lr 0.1 stalled at one class for rounds and fell back to it after it had
+//! reached 30 %, in our training and in PyTorch's replay of it from the same initial weights
+//! alike (`fl-job/TRAINING.md`, "MobileNet-V2 under FedAvg").
 
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig};
-use burn::nn::{Linear, LinearConfig};
+use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
 
 use super::layers::{Act, ConvBn};
 
 /// (expansion, channels, repeats, first stride) per stage, from the MobileNet-V2 paper.
-const STAGES: [(usize, usize, usize, usize); 7] = [
+pub(super) const STAGES: [(usize, usize, usize, usize); 7] = [
     (1, 16, 1, 1),
     (6, 24, 2, 2),
     (6, 32, 3, 2),
@@ -27,13 +35,28 @@ const STAGES: [(usize, usize, usize, usize); 7] = [
 ];
 
 /// `c · width` rounded to the nearest multiple of 8, never below 8 nor 10 % under `c · width`.
-fn scaled(c: usize, width: f64) -> usize {
+pub(super) fn scaled(c: usize, width: f64) -> usize {
     let v = c as f64 * width;
     let mut r = (((v + 4.0) / 8.0).floor() as usize * 8).max(8);
     if (r as f64) < 0.9 * v {
         r += 8;
     }
     r
+}
+
+/// A [`ConvBn`] with torchvision's MobileNet-V2 initialisation: Kaiming-normal over
+/// `c_out · k²` (PyTorch's fan-out of a convolution weight, groups not divided out).
+fn conv_bn(
+    channels: [usize; 2],
+    kernel: usize,
+    stride: usize,
+    groups: usize,
+    act: Act,
+    device: &Device,
+) -> ConvBn {
+    let std = (2.0 / (channels[1] * kernel * kernel) as f64).sqrt();
+    let init = Initializer::Normal { mean: 0.0, std };
+    ConvBn::with_init(channels, kernel, stride, groups, act, init, device)
 }
 
 /// Expand (1 × 1) → depthwise 3 × 3 → project (1 × 1, linear), with a skip when shapes match.
@@ -49,9 +72,9 @@ impl InvertedResidual {
     fn new(cin: usize, cout: usize, stride: usize, t: usize, device: &Device) -> Self {
         let hidden = cin * t;
         Self {
-            expand: (t != 1).then(|| ConvBn::new([cin, hidden], 1, 1, 1, Act::Relu6, device)),
-            depthwise: ConvBn::new([hidden, hidden], 3, stride, hidden, Act::Relu6, device),
-            project: ConvBn::new([hidden, cout], 1, 1, 1, Act::None, device),
+            expand: (t != 1).then(|| conv_bn([cin, hidden], 1, 1, 1, Act::Relu6, device)),
+            depthwise: conv_bn([hidden, hidden], 3, stride, hidden, Act::Relu6, device),
+            project: conv_bn([hidden, cout], 1, 1, 1, Act::None, device),
             residual: stride == 1 && cin == cout,
         }
     }
@@ -80,7 +103,7 @@ impl MobileNetV2 {
     /// A freshly initialised MobileNet-V2 with width multiplier `width` and `classes` outputs.
     pub fn new(width: f64, classes: usize, device: &Device) -> Self {
         let mut cin = scaled(32, width);
-        let stem = ConvBn::new([1, cin], 3, 1, 1, Act::Relu6, device);
+        let stem = conv_bn([1, cin], 3, 1, 1, Act::Relu6, device);
         let mut blocks = Vec::new();
         for (t, c, n, s) in STAGES {
             let cout = scaled(c, width);
@@ -91,12 +114,19 @@ impl MobileNetV2 {
             }
         }
         let last = scaled(1280, width.max(1.0));
+        let mut classifier = LinearConfig::new(last, classes)
+            .with_initializer(Initializer::Normal {
+                mean: 0.0,
+                std: 0.01,
+            })
+            .init(device);
+        classifier.bias = Some(Param::from_tensor(Tensor::zeros([classes], device)));
         Self {
             stem,
             blocks,
-            head: ConvBn::new([cin, last], 1, 1, 1, Act::Relu6, device),
+            head: conv_bn([cin, last], 1, 1, 1, Act::Relu6, device),
             pool: AdaptiveAvgPool2dConfig::new([1, 1]).init(),
-            classifier: LinearConfig::new(last, classes).init(device),
+            classifier,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The models a job can train, named by [`ModelKind`] (architecture + width).
 //!
-//! - `resnet.rs`, `mobilenet.rs`: the architectures; `layers.rs`: conv + BatchNorm (+ act).
+//! - `resnet.rs`, `mobilenet.rs`: the architectures; `layers.rs`: conv + BatchNorm (+ act);
+//!   `cost.rs`: a model's forward multiply-accumulates, from which device time follows.
 //! - On the `flex` CPU backend the layers run on fl-job's own kernels (switch:
 //!   [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops;
 //!   `conv_kernels.rs` is the dispatcher that picks each convolution's algorithm:
@@ -20,6 +21,7 @@ mod conv_im2col;
 mod conv_kernels;
 mod conv_op;
 mod conv_winograd;
+mod cost;
 mod depthwise_nhwc;
 mod depthwise_planar;
 mod gemm;
@@ -45,6 +47,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+pub use cost::{REFERENCE_MODEL, TRAIN_OVER_FORWARD};
 pub use mobilenet::{InvertedResidual, MobileNetV2};
 pub use resnet::{BasicBlock, ResNet};
 

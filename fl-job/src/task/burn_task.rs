@@ -1,7 +1,7 @@
 //! The built-in tasks: a Burn model of [`ModelKind`] trained on FEMNIST with SGD, aggregated
 //! with FedAvg. ResNet-18 and MobileNet-V2 are this one type with different kinds.
 
-use super::{FlTask, LocalUpdate};
+use super::{FlTask, LocalUpdate, TaskWork};
 use crate::backend::Backend;
 use crate::config::TrainConfig;
 use crate::error::FlError;
@@ -75,6 +75,16 @@ impl FlTask for BurnTask {
         let device = self.device();
         let model = weights::load(self.kind, w, &device)?;
         Ok(evaluate(&model, data, self.eval_batch, &device))
+    }
+
+    fn work(&self) -> Option<TaskWork> {
+        let cfg = &self.train;
+        Some(TaskWork {
+            epochs: cfg.local_epochs as f64,
+            ref_ms_per_sample: self.kind.ref_train_ms_per_sample(),
+            model_bytes: self.kind.weight_bytes() as f64,
+            max_samples: cfg.max_steps.map(|s| (s * cfg.batch_size) as f64),
+        })
     }
 
     fn decode(&self, w: &[u8]) -> Result<Vec<NamedTensor>, FlError> {

@@ -22,6 +22,7 @@ use crate::eval::EvalStats;
 use crate::tensors::NamedTensor;
 use datasets::SampleView;
 use std::collections::HashMap;
+pub use venn_core::TaskWork;
 
 /// What an assigned device receives from the job before training: the protocol's
 /// [`TaskPlan`], defined in `venn-api`.
@@ -68,6 +69,14 @@ pub trait FlTask: Send + Sync {
 
     /// Named tensors → weights.
     fn encode(&self, tensors: Vec<NamedTensor>) -> Result<Vec<u8>, FlError>;
+
+    /// The work one device's task does, from which its device time follows
+    /// ([`TaskWork`]: samples × epochs × the model's cost per sample, the model's bytes
+    /// both ways). `None` (the default, for tasks that cannot say): the job's configured
+    /// `workload_s` and `comm_s` time every task alike.
+    fn work(&self) -> Option<TaskWork> {
+        None
+    }
 
     /// Combines the round's updates into the next global weights. Default: FedAvg, the
     /// sample-weighted mean of every tensor.

@@ -1,10 +1,13 @@
 //! From an experiment TOML to the simulator's input: the availability trace of
 //! `devices.count` devices, the device profiles from the shipped capacity and eligibility
 //! tables, and the jobs as the engine runs them — loaded exactly as `venn-sim` loads them.
+//! A job's tasks are timed from the work they do (its task's [`TaskWork`] over the devices'
+//! FEMNIST writers) unless the job sets `workload_s`.
 
 use std::path::Path;
 
-use venn_sim::engine::{DeviceTable, SimConfig, SimInput, SimJob};
+use venn_core::TaskWork;
+use venn_sim::engine::{DataPartition, DeviceTable, SimConfig, SimInput, SimJob};
 use venn_traces::{AvailabilityTrace, CheckInRow, DeviceCatalog, JobRow, SyntheticOptions};
 
 use crate::config::{AvailabilitySource, LabConfig};
@@ -12,8 +15,14 @@ use crate::run::LabError;
 
 /// The simulator's input for `cfg`, with device tables from `traces_dir`. Jobs keep the
 /// config's order (their index is the config's); arrivals are shifted by `devices.start_s`
-/// onto the trace's clock.
-pub fn sim_input(cfg: &LabConfig, traces_dir: &Path) -> Result<SimInput, LabError> {
+/// onto the trace's clock. `work[i]` is job `i`'s task's work (`FlTask::work`), which times
+/// its tasks over `partition` unless the job sets `workload_s`.
+pub fn sim_input(
+    cfg: &LabConfig,
+    traces_dir: &Path,
+    work: &[Option<TaskWork>],
+    partition: DataPartition,
+) -> Result<SimInput, LabError> {
     let setup = |what: &str, e: &dyn std::fmt::Display| LabError::Setup(format!("{what}: {e}"));
     let d = &cfg.devices;
     let trace = match &d.availability {
@@ -56,6 +65,11 @@ pub fn sim_input(cfg: &LabConfig, traces_dir: &Path) -> Result<SimInput, LabErro
         .map(|(i, lj)| {
             let j = &lj.job;
             let demand = j.demand();
+            let work = match lj.workload_s {
+                Some(_) => None,
+                None => work.get(i).copied().flatten(),
+            };
+            let nominal = work.map(|w| w.cost(partition.mean_samples()));
             SimJob {
                 row: JobRow {
                     idx: i as u32,
@@ -64,8 +78,11 @@ pub fn sim_input(cfg: &LabConfig, traces_dir: &Path) -> Result<SimInput, LabErro
                     demand,
                     rounds: j.rounds,
                     deadline_s: j.deadline_s,
-                    workload_s: lj.workload_s,
-                    comm_s: lj.comm_s,
+                    // With work, the nominal task's (informational: the engine times
+                    // each device's task from `work`).
+                    workload_s: nominal
+                        .map_or(lj.workload_s.unwrap_or(DEFAULT_WORKLOAD_S), |c| c.compute_s),
+                    comm_s: nominal.map_or(lj.comm_s.unwrap_or(DEFAULT_COMM_S), |c| c.comm_s),
                     // The engine's deadline rule reads this fraction of the demand; the
                     // job's own fraction is of its target participants.
                     min_response_fraction: f64::from(j.needed()) / f64::from(demand),
@@ -74,6 +91,7 @@ pub fn sim_input(cfg: &LabConfig, traces_dir: &Path) -> Result<SimInput, LabErro
                 },
                 requirement: j.requirement.clone(),
                 close_at: Some(j.needed()),
+                work,
             }
         })
         .collect();
@@ -82,8 +100,15 @@ pub fn sim_input(cfg: &LabConfig, traces_dir: &Path) -> Result<SimInput, LabErro
         devices,
         jobs,
         workload_replicas: None,
+        partition: Some(partition),
     })
 }
+
+/// A fixed task's compute seconds at the reference device when a job sets neither
+/// `workload_s` nor a task that states its work (the Venn authors' job catalog).
+pub const DEFAULT_WORKLOAD_S: f64 = 30.0;
+/// A fixed task's transfer seconds at the reference bandwidth (the authors' job traces).
+pub const DEFAULT_COMM_S: f64 = 10.0;
 
 /// The rows of the `n` devices with the smallest ids.
 fn first_devices(t: AvailabilityTrace, n: usize) -> AvailabilityTrace {

@@ -4,8 +4,10 @@
 //! trace (the synthetic diurnal generator or a trace file), with capacity and eligibility
 //! from the shipped FedScale/AI-Benchmark tables, exactly as `venn-sim` loads them. The
 //! simulator's engine ([`venn_sim::engine`]) drives `venn-core` on the virtual clock:
-//! check-ins, scheduling, dispatch noise, task durations
-//! (`workload_s × ms_per_sample / 78 + comm_s × 13736 / kbps`), drop-offs at session end
+//! check-ins, scheduling, dispatch noise, task durations (from the work done: the device's
+//! samples × local epochs × the model's cost per sample + the model's bytes both ways, as
+//! FedScale; or `workload_s × ms_per_sample / 78 + comm_s × 13736 / kbps` when a job sets
+//! `workload_s`), drop-offs at session end
 //! and round close are its, unchanged. Through its hooks ([`venn_sim::engine::SimHooks`])
 //! this module learns which devices' results each successful round aggregated, and the
 //! [`training`] pool trains exactly those devices, for real, on their FEMNIST writers
@@ -35,7 +37,7 @@ use fl_job::task::Registry;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use venn_core::{PolicyRegistry, RoundOutcome};
-use venn_sim::engine::{AfterClose, RoundClose, SimError, SimHooks, TaskResult};
+use venn_sim::engine::{AfterClose, DataPartition, RoundClose, SimError, SimHooks, TaskResult};
 
 use crate::config::LabConfig;
 use crate::results::{Clock, DataUsed, JobOutcome, LabResult};
@@ -203,19 +205,25 @@ pub fn run_virtual(
             "devices.drop_fraction does not apply on the virtual clock: devices drop off when their traced session ends"
         );
     }
-    let sim_input = input::sim_input(cfg, &traces.path)?;
-    let sim_cfg = input::sim_config(cfg);
     let mut jobs = Vec::with_capacity(cfg.jobs.len());
+    let mut work = Vec::with_capacity(cfg.jobs.len());
     for lj in &cfg.jobs {
         let task = tasks
             .build(&lj.job.task, &lj.job.params)
             .map_err(|e| setup(format!("job {}: {e}", lj.job.name)))?;
+        work.push(task.work());
         jobs.push(TrainJob {
             task,
             seed: lj.job.seed,
             test: data.eval_set(lj.job.eval_samples, lj.job.eval_seed),
         });
     }
+    let partition = DataPartition {
+        writer_samples: data.train.iter().map(|w| w.len() as u64).collect(),
+        writers_per_device: cfg.devices.writers_per_device,
+    };
+    let sim_input = input::sim_input(cfg, &traces.path, &work, partition)?;
+    let sim_cfg = input::sim_config(cfg);
     let data_used = DataUsed::new(&data, Some(traces));
     let trainer = if train {
         Some(Trainer::new(

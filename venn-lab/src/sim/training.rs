@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use datasets::{Femnist, Samples};
 use fl_job::runner::RoundRow;
 use fl_job::task::{FlTask, ServerState};
+use venn_core::DataPartition;
 use venn_core::rng::derive_seed;
 
 use crate::run::LabError;
@@ -87,7 +88,8 @@ struct Slot {
 struct Shared {
     slots: Vec<Slot>,
     data: Arc<Femnist>,
-    writers_per_device: usize,
+    /// Which writers each device trains on.
+    partition: DataPartition,
     cancel: AtomicBool,
     /// Notified whenever a chain goes idle, a round is evaluated or a job fails.
     changed: Condvar,
@@ -161,8 +163,11 @@ impl Trainer {
             pool,
             shared: Arc::new(Shared {
                 slots,
+                partition: DataPartition {
+                    writer_samples: data.train.iter().map(|w| w.len() as u64).collect(),
+                    writers_per_device,
+                },
                 data,
-                writers_per_device,
                 cancel: AtomicBool::new(false),
                 changed: Condvar::new(),
                 changed_lock: Mutex::new(()),
@@ -343,20 +348,18 @@ fn start_next(shared: &Arc<Shared>, pool: Option<&rayon::ThreadPool>, job: usize
 fn train_one(shared: &Arc<Shared>, round: &Arc<InFlight>, i: usize) {
     let slot = &shared.slots[round.job];
     let device = round.work.participants[i];
-    let n = shared.data.train.len();
-    let w = shared.writers_per_device;
-    let first = (device as usize).wrapping_mul(w);
+    let writers: Vec<usize> = shared.partition.writers(device).collect();
     let seed = derive_seed(
         slot.job.seed,
         derive_seed(u64::from(round.work.round), device),
     );
     let t = Instant::now();
-    let result = if w == 1 {
+    let result = if let [w] = writers[..] {
         slot.job
             .task
-            .train(&round.global, shared.data.train[first % n].view(), seed)
+            .train(&round.global, shared.data.train[w].view(), seed)
     } else {
-        let own = Samples::from_writers((0..w).map(|k| &shared.data.train[(first + k) % n]));
+        let own = Samples::from_writers(writers.iter().map(|&w| &shared.data.train[w]));
         slot.job.task.train(&round.global, own.view(), seed)
     };
     let secs = t.elapsed().as_secs_f64();

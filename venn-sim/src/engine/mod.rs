@@ -20,7 +20,9 @@
 //! - **Task time** is the FedScale/Venn model,
 //!   `workload × ms_per_sample/78 + comm_trips × comm × 13736/kbps`
 //!   (`comm_trips` = 1 by default; the authors' client pays the transfer
-//!   twice). The task starts `U(0, dispatch_jitter_s)` after the check-in (the
+//!   twice) — or, for a job with [`SimJob::work`] over a [`DataPartition`],
+//!   from the work done: the device's samples × epochs × the model's cost per
+//!   sample, plus the model's bytes both ways ([`work`]). The task starts `U(0, dispatch_jitter_s)` after the check-in (the
 //!   authors' 0–2 s dispatch noise). A device that goes offline before the
 //!   task ends loses its result; the core hears `task_failed` when it drops.
 //! - **Offers.** The policy offers the device an ordered list of jobs
@@ -87,6 +89,7 @@ pub mod policies;
 pub mod result;
 pub mod setup;
 pub mod sim;
+pub mod work;
 
 pub use config::SimConfig;
 pub use error::SimError;
@@ -94,3 +97,5 @@ pub use hooks::{AdmissionEvent, AfterClose, Dispatch, NoHooks, RoundClose, SimHo
 pub use result::{JobRecord, Perf, SimResult, Summary};
 pub use setup::{DeviceTable, SimInput, SimJob};
 pub use sim::{run, run_with_hooks, run_with_progress, run_with_registry};
+pub use venn_core::DataPartition;
+pub use work::task_cost;

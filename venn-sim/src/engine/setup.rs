@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use venn_core::{DeviceProfile as CoreProfile, Requirement};
+use venn_core::{DataPartition, DeviceProfile as CoreProfile, Requirement, TaskWork};
 
 use super::error::SimError;
 use venn_traces::jobs::{CATALOG_FILE, WORKLOAD_CONFIGS_FILE, WORKLOAD_NAMES};
@@ -166,6 +166,10 @@ pub struct SimJob {
     /// min_response_fraction)`. A driver whose jobs over-commit (`venn-lab sim`: demand =
     /// target × over-commit, closing at a fraction of the target) sets it.
     pub close_at: Option<u32>,
+    /// The work of one task, when tasks are timed from it (with the input's
+    /// [`DataPartition`]); `None`: the row's `workload_s` and `comm_s` (see
+    /// [`work`](super::work)).
+    pub work: Option<TaskWork>,
 }
 
 /// Everything a run reads, prepared once and shared by many runs.
@@ -179,6 +183,8 @@ pub struct SimInput {
     pub jobs: Vec<SimJob>,
     /// The workload's own replica count (`NUM_WEEK`), if known.
     pub workload_replicas: Option<u32>,
+    /// Which samples each device holds, for jobs timed from their [`SimJob::work`].
+    pub partition: Option<DataPartition>,
 }
 
 impl SimInput {
@@ -220,6 +226,7 @@ impl SimInput {
                     requirement: requirement_for(&catalog.specs, &row)?,
                     row,
                     close_at: None,
+                    work: None,
                 })
             })
             .collect::<Result<Vec<_>, SimError>>()?;
@@ -230,6 +237,7 @@ impl SimInput {
             devices,
             jobs,
             workload_replicas,
+            partition: None,
         })
     }
 }

@@ -173,10 +173,7 @@ pub fn run_with_hooks<H: SimHooks>(
         statements: job_statements(input, cfg),
     };
     for (i, j) in input.jobs.iter().enumerate() {
-        e.runs[i].cost = TaskCost {
-            compute_s: j.row.workload_s,
-            comm_s: j.row.comm_s * cfg.comm_trips,
-        };
+        e.runs[i].cost = super::work::task_cost(input, cfg, i, None);
         e.runs[i].target = j.row.rounds;
         if let Some(st) = e.statements.get(i) {
             e.runs[i].target = st.real_rounds;
@@ -274,7 +271,11 @@ impl<H: SimHooks> Engine<'_, H> {
         debug_assert!(run.open && run.round == round.0);
         run.assigned += 1;
         let start = now + jitter;
-        let end = start + profile.task_seconds(run.cost);
+        let cost = match self.input.jobs[j].work {
+            Some(_) => super::work::task_cost(self.input, self.cfg, j, Some(device)),
+            None => run.cost,
+        };
+        let end = start + profile.task_seconds(cost);
         let ok = end <= online_until;
         self.hooks.on_dispatch(&Dispatch {
             job: j,

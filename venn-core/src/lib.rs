@@ -10,7 +10,11 @@
 //! ## Layout
 //! - [`time`], [`ids`], [`rng`], [`hash`]: small value types.
 //! - [`profile`]: [`DeviceProfile`] (what a device offers) and [`Requirement`] (what a job
-//!   needs); equal requirements form one job group.
+//!   needs); equal requirements form one job group. The rule for a task's time on a device
+//!   (`DeviceProfile::task_seconds` of a [`TaskCost`]), and [`TaskWork`]: a task's cost from
+//!   the work it does (samples × epochs × the model's cost per sample, bytes both ways).
+//! - [`partition`]: [`DataPartition`], which training writers (and so how many samples)
+//!   each device holds.
 //! - [`groupset`]: the bitset of groups that admits a device — its Venn-diagram cell.
 //! - [`supply`]: check-in counts per device class over a sliding window (|S_j| as rates).
 //! - [`groups`]: job groups and their queues of open requests.

@@ -193,7 +193,9 @@ fn accuracy_change(
 
 /// Writes `compare.txt` (the table), `compare.csv` (one row per job and policy),
 /// `compare/<job>.png` (a curve per policy) and `compare.png` (all jobs' panels in one
-/// grid) into `out`; returns the table.
+/// grid) into `out`, and where the runs recorded each job's model the per-model table
+/// (appended to `compare.txt`), `by-model.csv` and `by-model.png` ([`crate::by_model`]);
+/// returns the table.
 pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<String> {
     let text = comparison_table(results);
     std::fs::create_dir_all(out.join("compare"))?;
@@ -249,6 +251,12 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
     }
     accuracy_grid_png(&out.join("compare.png"), axis, 4, &panels).map_err(std::io::Error::other)?;
     std::fs::write(out.join("compare.csv"), csv)?;
+    let mut text = text;
+    if let Some(per_model) = crate::by_model::write_by_model(out, results)? {
+        text.push('\n');
+        text.push_str(&per_model);
+        std::fs::write(out.join("compare.txt"), &text)?;
+    }
     Ok(text)
 }
 

@@ -23,6 +23,8 @@
 //!   (`venn-lab sim`): the engine's hooks, the device population from traces, and the
 //!   training pool.
 //! - [`compare`]: several policies' results side by side (table, CSV, a plot per job).
+//! - [`by_model`]: the same comparison per model (does a policy change a model's accuracy,
+//!   how soon do its jobs get there), table, CSV and plot.
 //! - [`seeds`]: several seeds of that comparison: speed-ups and accuracies as means with
 //!   95 % intervals over seeds (`--seeds N`).
 //! - [`saved`]: results folders read back from their `summary.json`s, to redraw a
@@ -34,6 +36,7 @@
 //!   results folder (`venn-lab gather`).
 
 pub mod attack;
+pub mod by_model;
 pub mod compare;
 pub mod config;
 pub mod gather;

@@ -252,6 +252,93 @@ pub fn write_by_model(out: &Path, results: &[LabResult]) -> std::io::Result<Opti
     Ok(Some(text))
 }
 
+/// "1.62x [1.41, 1.83]" (or "61.2 % [58.0, 64.4]" with `pct`) over seeds; `-` when no seed
+/// has a value.
+fn over_seeds(xs: &[f64], pct: bool) -> String {
+    let (k, suffix) = if pct { (100.0, " %") } else { (1.0, "x") };
+    match mean_interval(xs) {
+        Some(i) if xs.len() > 1 => format!(
+            "{:.2}{suffix} [{:.2}, {:.2}]",
+            i.estimate * k,
+            i.lo * k,
+            i.hi * k
+        ),
+        Some(i) => format!("{:.2}{suffix}", i.estimate * k),
+        None => "-".into(),
+    }
+}
+
+/// Per model over seeds (`runs[seed][policy]`, the first policy the baseline): each
+/// policy's speed-up over the baseline on the model's jobs (JCT and each TTA threshold, the
+/// ratio of the mean times over the jobs both reached, as the whole-run figures) and the
+/// model's last-3 accuracy, as a mean with a 95 % Student-t interval over seeds. `None` when
+/// the runs did not record their tasks.
+pub fn over_seeds_table<R: AsRef<[LabResult]>>(runs: &[R]) -> Option<String> {
+    let base = runs.first()?.as_ref().first()?;
+    let groups = groups(base);
+    if groups.is_empty() {
+        return None;
+    }
+    let thresholds: Vec<f64> = base.avg_tta_s.iter().map(|(a, _, _)| *a).collect();
+    let mut text = format!(
+        "per model over {} seeds: speed-up over {} on the model's jobs and their last-3 \
+         accuracy, mean [95 % interval over seeds]\n",
+        runs.len(),
+        base.policy
+    );
+    let _ = write!(
+        text,
+        "{:<22} {:<8} {:>22}",
+        "model", "policy", "JCT speed-up"
+    );
+    for a in &thresholds {
+        let _ = write!(text, " {:>22}", format!("TTA {:.0}% speed-up", a * 100.0));
+    }
+    let _ = writeln!(text, " {:>24}", "last-3 accuracy");
+    for (model, names) in &groups {
+        let mine = |j: &JobOutcome| names.contains(&j.name);
+        for p in 0..runs[0].as_ref().len() {
+            let policy = &runs[0].as_ref()[p].policy;
+            let ratio = |f: &dyn Fn(&JobOutcome) -> Option<f64>| -> Vec<f64> {
+                runs.iter()
+                    .filter_map(|seed| {
+                        let (b, o) = (seed.as_ref().first()?, seed.as_ref().get(p)?);
+                        let (mb, mo, _) =
+                            crate::compare::paired(b, o, |j| f(j).filter(|_| mine(j)))?;
+                        (mo > 0.0).then(|| mb / mo)
+                    })
+                    .collect()
+            };
+            let jct = ratio(&|j| j.jct_s.filter(|_| j.finished));
+            let _ = write!(
+                text,
+                "{model:<22} {policy:<8} {:>22}",
+                over_seeds(&jct, false)
+            );
+            for &a in &thresholds {
+                let tta = ratio(&|j| j.time_to_accuracy(a, base.tta_rule));
+                let _ = write!(text, " {:>22}", over_seeds(&tta, false));
+            }
+            let tail: Vec<f64> = runs
+                .iter()
+                .filter_map(|seed| {
+                    let xs: Vec<f64> = seed
+                        .as_ref()
+                        .get(p)?
+                        .jobs
+                        .iter()
+                        .filter(|j| mine(j))
+                        .filter_map(tail_accuracy)
+                        .collect();
+                    mean(&xs)
+                })
+                .collect();
+            let _ = writeln!(text, " {:>24}", over_seeds(&tail, true));
+        }
+    }
+    Some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +444,25 @@ deadline_s = 60
         assert_eq!(table, text);
         assert!(dir.join("by-model.png").exists() && dir.join("by-model.csv").exists());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn speedups_per_model_get_intervals_over_seeds() {
+        // Venn twice as fast on both models in one seed, 4x in the other.
+        let runs = [
+            [result("random", 2.0, true), result("venn", 1.0, true)],
+            [result("random", 4.0, true), result("venn", 1.0, true)],
+        ];
+        let text = over_seeds_table(&runs).expect("the runs record their tasks");
+        let venn: Vec<&str> = text.lines().filter(|l| l.contains(" venn ")).collect();
+        assert_eq!(venn.len(), 2, "{text}");
+        // Mean 3.00x; s = √2, n = 2: half width 12.706 · √2 / √2.
+        for line in venn {
+            assert!(line.contains("3.00x [-9.71, 15.71]"), "{line}");
+        }
+        assert!(text.contains("50.00 %"), "{text}");
+        let none = [[result("random", 2.0, false), result("venn", 1.0, false)]];
+        assert!(over_seeds_table(&none).is_none());
     }
 
     #[test]

@@ -399,7 +399,11 @@ pub fn write_seeds_numbered<R: AsRef<[LabResult]>>(
         crate::results::Clock::Wall => (1.0, "s"),
         crate::results::Clock::Virtual => (3600.0, "h"),
     };
-    let text = summary.table(unit);
+    let mut text = summary.table(unit);
+    if let Some(per_model) = crate::by_model::over_seeds_table(runs) {
+        text.push('\n');
+        text.push_str(&per_model);
+    }
     std::fs::write(out.join("compare.txt"), &text)?;
     std::fs::write(
         out.join("summary.json"),

@@ -6,9 +6,10 @@ It reads the run's fedavg.json (participants per round, their local seeds, the e
 the settings) and the FEMNIST LEAF files the run read, then trains FedAvg round by round:
 
 - model: the ResNet-18 / MobileNet-V2 of fl-job/src/model/{resnet,mobilenet}.rs layer for layer
-  (bias-free convolutions, BatchNorm eps 1e-5 and momentum 0.1, ReLU / ReLU6), PyTorch's
-  default initialisation (the same Kaiming-uniform bounds Burn's defaults use) seeded by the
-  run's seed, or with `--init ours` the run's own initial weights (init.f32 / init.json);
+  (bias-free convolutions, BatchNorm eps 1e-5 and momentum 0.1, ReLU / ReLU6), initialised
+  as ours by rule (ResNet-18: PyTorch's defaults, the same Kaiming-uniform bounds Burn's
+  defaults use; MobileNet-V2: torchvision's) seeded by the run's seed, or with `--init ours`
+  the run's own initial weights (init.f32 / init.json);
 - local training: a fresh torch.optim.SGD per participant and round (momentum without
   dampening, as ours), cross-entropy, mini-batches in the order `datasets` draws them
   (xoshiro256** seeded by SplitMix64, Fisher-Yates, Lemire's bounded draw; re-implemented
@@ -229,12 +230,26 @@ class MobileNetV2(nn.Module):
         return self.classifier(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+def torchvision_init(model):
+    """mobilenet.rs's initialisation, torchvision's for MobileNet-V2: convolutions
+    Kaiming-normal over the fan-out (c_out x k x k, groups not divided out), the classifier
+    N(0, 0.01) with a zero bias; BatchNorm weight 1, bias 0 (PyTorch's default)."""
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out")
+        elif isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, 0, 0.01)
+            nn.init.zeros_(m.bias)
+    return model
+
+
 def build_model(spec):
-    """The run's `model` field: {"model": "resnet18", "base_width": 4} or mobilenet_v2/width."""
+    """The run's `model` field: {"model": "resnet18", "base_width": 4} or mobilenet_v2/width,
+    initialised as ours is (PyTorch's defaults for ResNet-18, torchvision's for MobileNet-V2)."""
     if spec["model"] == "resnet18":
         return ResNet(int(spec["base_width"]))
     if spec["model"] == "mobilenet_v2":
-        return MobileNetV2(float(spec["width"]))
+        return torchvision_init(MobileNetV2(float(spec["width"])))
     sys.exit(f"fedavg_torch: unknown model {spec}")
 
 

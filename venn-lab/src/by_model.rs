@@ -17,8 +17,7 @@ use std::path::Path;
 use fl_job::plot::{Panel, Series, accuracy_grid_png};
 use venn_core::stats::mean_interval;
 
-use crate::compare::tail_accuracy;
-use crate::results::{Clock, JobOutcome, LabResult};
+use crate::results::{Clock, JobOutcome, LabResult, paired, tail_accuracy};
 
 /// The task (model) job `job` of `r` trained: the first word of its task label, if the run
 /// recorded it.
@@ -303,8 +302,7 @@ pub fn over_seeds_table<R: AsRef<[LabResult]>>(runs: &[R]) -> Option<String> {
                 runs.iter()
                     .filter_map(|seed| {
                         let (b, o) = (seed.as_ref().first()?, seed.as_ref().get(p)?);
-                        let (mb, mo, _) =
-                            crate::compare::paired(b, o, |j| f(j).filter(|_| mine(j)))?;
+                        let (mb, mo, _) = paired(b, o, |j| f(j).filter(|_| mine(j)))?;
                         (mo > 0.0).then(|| mb / mo)
                     })
                     .collect()

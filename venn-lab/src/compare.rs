@@ -17,23 +17,8 @@ use std::path::Path;
 
 use fl_job::plot::{Panel, accuracy_grid_png, accuracy_png_with};
 
-use crate::results::{Clock, JobOutcome, LabResult, accuracy_series};
-
-/// Rounds averaged for the steadier end-of-run accuracy.
-pub const TAIL_ROUNDS: usize = 3;
-
-/// Mean accuracy over a job's last [`TAIL_ROUNDS`] rounds (fewer if it ran fewer).
-pub fn tail_accuracy(j: &JobOutcome) -> Option<f64> {
-    let tail: Vec<f64> = j
-        .history
-        .iter()
-        .rev()
-        .take(TAIL_ROUNDS)
-        .map(|r| r.accuracy)
-        .filter(|a| a.is_finite())
-        .collect();
-    (!tail.is_empty()).then(|| tail.iter().sum::<f64>() / tail.len() as f64)
-}
+use crate::results::{Clock, JobOutcome, LabResult, accuracy_series, paired};
+pub use crate::results::{TAIL_ROUNDS, tail_accuracy};
 
 /// Seconds per displayed unit and the unit's name.
 fn unit(clock: Clock) -> (f64, &'static str) {
@@ -41,26 +26,6 @@ fn unit(clock: Clock) -> (f64, &'static str) {
         Clock::Wall => (1.0, "s"),
         Clock::Virtual => (3600.0, "h"),
     }
-}
-
-/// `base`'s and `other`'s mean of `f` over the jobs where both have a value, and how many.
-pub(crate) fn paired(
-    base: &LabResult,
-    other: &LabResult,
-    f: impl Fn(&JobOutcome) -> Option<f64>,
-) -> Option<(f64, f64, usize)> {
-    let (mut b, mut o, mut n) = (0.0, 0.0, 0usize);
-    for jb in &base.jobs {
-        let Some(jo) = other.jobs.iter().find(|j| j.name == jb.name) else {
-            continue;
-        };
-        if let (Some(x), Some(y)) = (f(jb), f(jo)) {
-            b += x;
-            o += y;
-            n += 1;
-        }
-    }
-    (n > 0).then(|| (b / n as f64, o / n as f64, n))
 }
 
 fn thresholds(results: &[LabResult]) -> Vec<f64> {

@@ -262,7 +262,7 @@ impl LabResult {
                 f(j.jct_s),
                 j.rounds,
                 pct(j.final_accuracy),
-                pct(crate::compare::tail_accuracy(j)),
+                pct(tail_accuracy(j)),
             );
             for (a, _, _) in &self.avg_tta_s {
                 let _ = write!(line, " {:>10}", f(j.time_to_accuracy(*a, self.tta_rule)));
@@ -304,7 +304,7 @@ impl LabResult {
                 f(j.jct_s),
                 j.rounds,
                 f(j.final_accuracy),
-                f(crate::compare::tail_accuracy(j))
+                f(tail_accuracy(j))
             );
             for (a, _, _) in &self.avg_tta_s {
                 let _ = write!(tta, ",{}", f(j.time_to_accuracy(*a, self.tta_rule)));
@@ -347,4 +347,40 @@ pub(crate) fn accuracy_series(name: &str, rows: &[RoundRow], unit: f64) -> Serie
             })
             .collect(),
     )
+}
+
+/// Rounds averaged for the steadier end-of-run accuracy.
+pub const TAIL_ROUNDS: usize = 3;
+
+/// Mean accuracy over a job's last [`TAIL_ROUNDS`] rounds (fewer if it ran fewer).
+pub fn tail_accuracy(j: &JobOutcome) -> Option<f64> {
+    let tail: Vec<f64> = j
+        .history
+        .iter()
+        .rev()
+        .take(TAIL_ROUNDS)
+        .map(|r| r.accuracy)
+        .filter(|a| a.is_finite())
+        .collect();
+    (!tail.is_empty()).then(|| tail.iter().sum::<f64>() / tail.len() as f64)
+}
+
+/// `base`'s and `other`'s mean of `f` over the jobs where both have a value, and how many.
+pub(crate) fn paired(
+    base: &LabResult,
+    other: &LabResult,
+    f: impl Fn(&JobOutcome) -> Option<f64>,
+) -> Option<(f64, f64, usize)> {
+    let (mut b, mut o, mut n) = (0.0, 0.0, 0usize);
+    for jb in &base.jobs {
+        let Some(jo) = other.jobs.iter().find(|j| j.name == jb.name) else {
+            continue;
+        };
+        if let (Some(x), Some(y)) = (f(jb), f(jo)) {
+            b += x;
+            o += y;
+            n += 1;
+        }
+    }
+    (n > 0).then(|| (b / n as f64, o / n as f64, n))
 }

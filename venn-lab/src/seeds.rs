@@ -22,8 +22,8 @@ use fl_job::plot::{Panel, Series, accuracy_grid_png};
 use serde::Serialize;
 use venn_core::stats::{Interval, TtaRule, mean_interval};
 
-use crate::compare::{paired, tail_accuracy};
 use crate::results::{JobOutcome, LabResult};
+use crate::results::{paired, tail_accuracy};
 
 /// A figure over seeds: its per-seed values, mean and 95 % interval.
 #[derive(Debug, Clone, Serialize, PartialEq)]

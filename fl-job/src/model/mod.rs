@@ -47,7 +47,6 @@ use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-pub use cost::{REFERENCE_MODEL, TRAIN_OVER_FORWARD};
 pub use mobilenet::{InvertedResidual, MobileNetV2};
 pub use resnet::{BasicBlock, ResNet};
 
@@ -142,6 +141,48 @@ impl FromStr for ModelKind {
     }
 }
 
+/// The reference model of the device capacity trace: the Venn authors' testbed reads a
+/// device's `computation_ms_per_sample` as its latency for MobileNet-V2 on FEMNIST (its
+/// dry-run model profile), so a model's device time scales with its forward
+/// multiply-accumulates over this one's.
+pub const REFERENCE_MODEL: ModelKind = ModelKind::MobileNetV2 { width: 1.0 };
+
+/// FedScale's factor from a forward pass to a training step of one sample (backward ≈
+/// 2 × forward).
+pub const TRAIN_OVER_FORWARD: f64 = 3.0;
+
+/// The model's counts (`cost.rs`).
+fn count(kind: &ModelKind) -> cost::Count {
+    match *kind {
+        ModelKind::ResNet18 { base_width } => cost::resnet18(base_width),
+        ModelKind::MobileNetV2 { width } => cost::mobilenet_v2(width),
+    }
+}
+
+impl ModelKind {
+    /// Multiply-accumulates of one forward pass of one 1 × 28 × 28 sample.
+    pub fn forward_macs(&self) -> u64 {
+        count(self).macs
+    }
+
+    /// Bytes of the model's float tensors (parameters and BatchNorm running statistics, 4
+    /// bytes each): what a device downloads and uploads per task, give or take the
+    /// encoding's few bytes of framing.
+    pub fn weight_bytes(&self) -> u64 {
+        4 * count(self).values
+    }
+
+    /// Milliseconds of training per sample on the capacity trace's reference device
+    /// (78 ms/sample for [`REFERENCE_MODEL`]'s forward pass): `3 × 78 × forward_macs /
+    /// REFERENCE_MODEL.forward_macs()`. What `venn_core::TaskWork::ref_ms_per_sample` holds.
+    pub fn ref_train_ms_per_sample(&self) -> f64 {
+        TRAIN_OVER_FORWARD
+            * venn_core::profile::REFERENCE_MS_PER_SAMPLE
+            * self.forward_macs() as f64
+            / REFERENCE_MODEL.forward_macs() as f64
+    }
+}
+
 /// A model of any [`ModelKind`]; one type so that training, FedAvg and weight exchange
 /// need no generics.
 // Both variants are a few hundred bytes of handles; the model is moved rarely, so boxing
@@ -163,4 +204,34 @@ impl Model {
             Model::MobileNetV2(m) => m.forward(images),
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counted independently in PyTorch on `fl-job/bench/fedavg_torch.py`'s models: forward
+    /// hooks summing `out.numel() × in_channels / groups × k²` per Conv2d plus the Linear's
+    /// weight size, and the float entries of the state dict (`fl-job/TRAINING.md`, "Device
+    /// time").
+    #[test]
+    fn forward_macs_match_pytorch_counts() {
+        for (kind, macs, values) in EXPECTED {
+            let kind: ModelKind = kind.parse().unwrap();
+            assert_eq!(kind.forward_macs(), macs, "{kind}");
+            assert_eq!(kind.weight_bytes(), 4 * values, "{kind}");
+        }
+        assert_eq!(REFERENCE_MODEL.ref_train_ms_per_sample(), 3.0 * 78.0);
+    }
+
+    /// (model, forward multiply-accumulates, float values in the state dict).
+    const EXPECTED: [(&str, u64, u64); 7] = [
+        ("resnet18:4", 1_808_896, 46_866),
+        ("resnet18:8", 7_175_168, 180_838),
+        ("resnet18:16", 28_579_840, 710_286),
+        ("resnet18:64", 455_827_456, 11_209_086),
+        ("mobilenet_v2:0.25", 2_524_176, 328_046),
+        ("mobilenet_v2:0.5", 6_839_648, 785_358),
+        ("mobilenet_v2:1.0", 21_817_168, 2_336_830),
+    ];
 }

@@ -341,9 +341,9 @@ pub fn over_seeds_table<R: AsRef<[LabResult]>>(runs: &[R]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::config::LabConfig;
+    use crate::results::finished_job;
     use crate::sim::{JobTrainStats, VirtualStats};
     use device_agent::agent::AgentStats;
-    use fl_job::runner::RoundRow;
 
     const TOML: &str = r#"
 name = "models"
@@ -365,34 +365,11 @@ target_participants = 1
 deadline_s = 60
 "#;
 
-    /// Job `name` arriving at 0, evaluated at `times` with `accs`.
-    fn job(name: &str, times: &[f64], accs: &[f64]) -> JobOutcome {
-        let history: Vec<RoundRow> = times
-            .iter()
-            .zip(accs)
-            .enumerate()
-            .map(|(k, (&t, &a))| RoundRow {
-                accuracy: a,
-                ..RoundRow::unevaluated(t, k as u32, 1)
-            })
-            .collect();
-        JobOutcome {
-            name: name.into(),
-            arrival_s: 0.0,
-            finished: true,
-            jct_s: times.last().copied(),
-            rounds: history.len(),
-            final_accuracy: accs.last().copied(),
-            history,
-            error: None,
-        }
-    }
-
     fn result(policy: &str, scale: f64, with_tasks: bool) -> LabResult {
         let cfg = LabConfig::parse(TOML, Path::new("models.toml")).unwrap();
         let jobs = vec![
-            job("r", &[100.0 * scale, 200.0 * scale], &[0.4, 0.6]),
-            job("m", &[300.0 * scale, 600.0 * scale], &[0.3, 0.5]),
+            finished_job("r", &[100.0 * scale, 200.0 * scale], &[0.4, 0.6]),
+            finished_job("m", &[300.0 * scale, 600.0 * scale], &[0.3, 0.5]),
         ];
         let sim = with_tasks.then(|| VirtualStats {
             jobs: [

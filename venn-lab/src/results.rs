@@ -384,3 +384,29 @@ pub(crate) fn paired(
     }
     (n > 0).then(|| (b / n as f64, o / n as f64, n))
 }
+
+/// A finished job `name` arriving at 0, evaluated at `times` (on 2,000 samples) with
+/// `accs`, ending at the last time: the tests' building block for results.
+#[cfg(test)]
+pub(crate) fn finished_job(name: &str, times: &[f64], accs: &[f64]) -> JobOutcome {
+    let history: Vec<RoundRow> = times
+        .iter()
+        .zip(accs)
+        .enumerate()
+        .map(|(k, (&t, &a))| RoundRow {
+            accuracy: a,
+            eval_samples: 2000,
+            ..RoundRow::unevaluated(t, k as u32, 1)
+        })
+        .collect();
+    JobOutcome {
+        name: name.into(),
+        arrival_s: 0.0,
+        finished: true,
+        jct_s: times.last().copied(),
+        rounds: history.len(),
+        final_accuracy: accs.last().copied(),
+        history,
+        error: None,
+    }
+}

@@ -456,7 +456,6 @@ mod tests {
     use super::*;
     use crate::config::LabConfig;
     use device_agent::agent::AgentStats;
-    use fl_job::runner::RoundRow;
 
     const TOML: &str = r#"
 name = "seeds"
@@ -476,26 +475,7 @@ deadline_s = 60
     /// finishes at the last time.
     fn result(policy: &str, times: &[f64], accs: &[f64]) -> LabResult {
         let cfg = LabConfig::parse(TOML, Path::new("seeds.toml")).unwrap();
-        let history: Vec<RoundRow> = times
-            .iter()
-            .zip(accs)
-            .enumerate()
-            .map(|(k, (&t, &a))| RoundRow {
-                accuracy: a,
-                eval_samples: 2000,
-                ..RoundRow::unevaluated(t, k as u32, 1)
-            })
-            .collect();
-        let job = JobOutcome {
-            name: "a".into(),
-            arrival_s: 0.0,
-            finished: true,
-            jct_s: times.last().copied(),
-            rounds: history.len(),
-            final_accuracy: accs.last().copied(),
-            history,
-            error: None,
-        };
+        let job = crate::results::finished_job("a", times, accs);
         LabResult::new(&cfg, policy, vec![job], AgentStats::default(), 1.0, None)
     }
 

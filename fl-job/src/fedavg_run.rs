@@ -17,6 +17,7 @@ use venn_core::rng::derive_seed;
 
 use crate::config::TrainConfig;
 use crate::error::FlError;
+use crate::lanes;
 use crate::model::ModelKind;
 use crate::task::{BurnTask, FlTask, ServerState};
 use crate::tensors::NamedTensor;
@@ -174,29 +175,36 @@ pub struct FedAvgReport {
 /// The initial weights as named tensors, and the report. `on_round` sees each record as
 /// it is made (round 0 first) with the global weights it scored (the task's bytes).
 ///
-/// The whole run executes on one thread of rayon's pool. BatchNorm's running statistics are
-/// Burn `RunningState`s, which keep one pending update per thread and average the pending
-/// values of all threads when read: local-training steps that land on different pool
-/// threads (as `train_local`'s steps do when called from outside the pool with 2 or more
-/// threads) lose or average updates, and the result depends on the thread schedule. Run from
-/// a pool thread, every step runs in place on it and the statistics are the exact moving
-/// average, the same at any thread count.
+/// `lanes` local trainings run side by side, each wholly on one thread (`crate::lanes`; 0 =
+/// as many as rayon's pool has threads); with 1 they run one after another, each with its
+/// kernels over the whole pool (the results are the same bytes either way). The rest of the run on one thread of rayon's pool. BatchNorm's
+/// running statistics are Burn `RunningState`s, which keep one pending update per thread and
+/// average the pending values of all threads when read: steps that landed on different
+/// threads lost or averaged updates, and the result depended on the thread schedule. On one
+/// thread every step updates in place and the statistics are the exact moving average, the
+/// same at any thread count.
 pub fn run_fedavg(
     data: &Femnist,
     data_dir: &str,
     cfg: &FedAvgConfig,
+    lanes: usize,
     on_round: impl FnMut(&RoundRecord, &[u8]) + Send,
 ) -> Result<(Vec<NamedTensor>, FedAvgReport), FlError> {
-    rayon::scope(|_| run_on_one_thread(data, data_dir, cfg, on_round))
+    rayon::scope(|_| run_on_one_thread(data, data_dir, cfg, lanes, on_round))
 }
 
 fn run_on_one_thread(
     data: &Femnist,
     data_dir: &str,
     cfg: &FedAvgConfig,
+    lanes: usize,
     mut on_round: impl FnMut(&RoundRecord, &[u8]),
 ) -> Result<(Vec<NamedTensor>, FedAvgReport), FlError> {
     cfg.validate(data.train.len())?;
+    let lanes = match lanes {
+        0 => rayon::current_num_threads(),
+        n => n,
+    };
     let start = Instant::now();
     let task = BurnTask {
         name: "fedavg-run".into(),
@@ -222,19 +230,35 @@ fn run_on_one_thread(
     let mut first_shuffle = Vec::new();
     for round in 1..=cfg.rounds {
         let picked = participants(data.train.len(), cfg.participants, cfg.seed, round);
+        if first_shuffle.is_empty() {
+            let w = picked[0];
+            first_shuffle = shuffled_indices(data.train[w].len(), local_seed(cfg.seed, round, w));
+        }
+        // The participants train side by side, one per lane (`crate::lanes`), the largest
+        // first; each training is the same computation as alone, and the updates are
+        // aggregated in draw order.
+        let train = |i: usize| {
+            let w = picked[i];
+            task.train(
+                &global,
+                data.train[w].view(),
+                local_seed(cfg.seed, round, w),
+            )
+        };
+        let trained: Vec<_> = if lanes == 1 {
+            (0..picked.len()).map(train).collect()
+        } else {
+            let sizes: Vec<usize> = picked.iter().map(|&w| data.train[w].len()).collect();
+            lanes::map_largest_first(lanes, &sizes, train)
+        };
         let mut updates = Vec::with_capacity(picked.len());
         let mut who = Vec::with_capacity(picked.len());
-        for &w in &picked {
-            let writer = &data.train[w];
-            let seed = local_seed(cfg.seed, round, w);
-            if first_shuffle.is_empty() {
-                first_shuffle = shuffled_indices(writer.len(), seed);
-            }
-            let up = task.train(&global, writer.view(), seed)?;
+        for (&w, up) in picked.iter().zip(trained) {
+            let up = up?;
             who.push(Participant {
-                writer: writer.id.clone(),
+                writer: data.train[w].id.clone(),
                 samples: up.samples,
-                seed,
+                seed: local_seed(cfg.seed, round, w),
                 train_loss: up.loss,
             });
             updates.push((up.weights, up.samples));

@@ -18,6 +18,7 @@ mod error;
 mod eval;
 mod fedavg;
 pub mod fedavg_run;
+pub mod lanes;
 pub mod model;
 pub mod plot;
 

@@ -1,4 +1,5 @@
-//! `fl-job fedavg`'s run on a tiny synthetic FEMNIST: it replays bit for bit from its seed,
+//! `fl-job fedavg`'s run on a tiny synthetic FEMNIST: it replays bit for bit from its seed
+//! (with its participants trained one after another or side by side on lanes),
 //! and records what a PyTorch replay needs (participants, seeds, shuffle, evaluation set).
 
 mod common;
@@ -39,14 +40,29 @@ fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
         eval_samples: 10,
         ..Default::default()
     };
+    // One after another (1 lane), then side by side on 3 lanes: the same bytes every round.
+    let (mut wa, mut wb) = (Vec::new(), Vec::new());
     let (init, a) = {
         let _rng = common::rng_lock();
-        run_fedavg(&d, "synthetic", &cfg, |_, _| {}).unwrap()
+        run_fedavg(&d, "synthetic", &cfg, 1, |_, w| wa.push(w.to_vec())).unwrap()
     };
     let (_, b) = {
         let _rng = common::rng_lock();
-        run_fedavg(&d, "synthetic", &cfg, |_, _| {}).unwrap()
+        run_fedavg(&d, "synthetic", &cfg, 3, |_, w| wb.push(w.to_vec())).unwrap()
     };
+    assert_eq!(wa.len(), 3);
+    // Compared as values: the bytes also carry Burn's parameter ids, fresh per model.
+    let values = |w: &[u8]| {
+        let device = fl_job::Backend::Flex.device();
+        let (_, model) = fl_job::weights::from_bytes(w, &device).unwrap();
+        fl_job::read_tensors(&model).unwrap()
+    };
+    for (k, (x, y)) in wa.iter().zip(&wb).enumerate() {
+        assert!(
+            values(x) == values(y),
+            "round {k}: side by side, the global weights are the same values bit for bit"
+        );
+    }
     let curve = |r: &fl_job::fedavg_run::FedAvgReport| {
         r.rounds
             .iter()
@@ -83,6 +99,6 @@ fn too_many_participants_is_a_config_error() {
         participants: 7,
         ..Default::default()
     };
-    let err = run_fedavg(&data(6), "synthetic", &cfg, |_, _| {}).unwrap_err();
+    let err = run_fedavg(&data(6), "synthetic", &cfg, 0, |_, _| {}).unwrap_err();
     assert!(err.to_string().contains("participants"), "{err}");
 }

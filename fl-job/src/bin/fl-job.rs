@@ -163,6 +163,11 @@ struct FedavgArgs {
     /// (fl-job/bench/fedavg_torch.py --score-rounds).
     #[arg(long)]
     save_rounds: bool,
+    /// Local trainings run side by side, each on one thread with its kernels serial
+    /// (0 = one per rayon thread, `RAYON_NUM_THREADS`); 1 trains the participants one after
+    /// another, each with its kernels over all threads. The results are the same bytes.
+    #[arg(long, default_value_t = 0)]
+    lanes: usize,
 }
 
 fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
@@ -197,7 +202,7 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
         eval_batch: cfg.eval_batch,
     };
     let mut saved: anyhow::Result<()> = Ok(());
-    let (initial, report) = run_fedavg(&femnist, &data_dir, &cfg, |r, global| {
+    let (initial, report) = run_fedavg(&femnist, &data_dir, &cfg, a.lanes, |r, global| {
         if a.save_rounds && saved.is_ok() {
             saved = save_round(&task, global, &a.out.join(format!("round-{}.f32", r.round)));
         }

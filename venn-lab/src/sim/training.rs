@@ -1,4 +1,4 @@
-//! Real training behind the virtual clock: a bounded pool of threads that trains each
+//! Real training behind the virtual clock: a bounded set of threads that trains each
 //! successful round's participants from the job's global weights of that round,
 //! aggregates their updates with the task's `aggregate` and evaluates the result.
 //!
@@ -11,8 +11,10 @@
 //! simulation, and updates are aggregated in the order their results arrived on the
 //! virtual clock, so the same seed gives the same bytes whatever the thread count.
 //!
-//! Burn's own parallel kernels run on the same rayon pool as the trainings (nested
-//! parallelism is stolen, not oversubscribed), so `threads` bounds the CPU used.
+//! Every training, aggregation and evaluation runs on one of `threads` single-threaded
+//! lanes (`fl_job::lanes`), its kernels serially: side by side, two one-thread trainings do
+//! about 1.5× the work of one training split over two threads at these model widths, and
+//! nothing is nested, so `threads` bounds the CPU used.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -20,6 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use datasets::{Femnist, Samples};
+use fl_job::lanes::{Lanes, Spawner};
 use fl_job::runner::RoundRow;
 use fl_job::task::{FlTask, ServerState};
 use venn_core::DataPartition;
@@ -91,6 +94,8 @@ struct Shared {
     /// Which writers each device trains on.
     partition: DataPartition,
     cancel: AtomicBool,
+    /// Queues work on the trainer's lanes.
+    lanes: Spawner,
     /// Notified whenever a chain goes idle, a round is evaluated or a job fails.
     changed: Condvar,
     changed_lock: Mutex<()>,
@@ -110,11 +115,11 @@ struct InFlight {
     failed: Mutex<Option<String>>,
 }
 
-/// The pool and the jobs' chains.
+/// The lanes and the jobs' chains.
 pub struct Trainer {
-    pool: rayon::ThreadPool,
+    // Declared first, so dropped first: runs what is queued, then stops the lanes.
+    lanes: Lanes,
     shared: Arc<Shared>,
-    threads: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -123,7 +128,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Trainer {
-    /// A pool of `threads` threads (0 = one per core) for `jobs`, whose devices train on
+    /// `threads` single-threaded lanes (0 = one per core) for `jobs`, whose devices train on
     /// `data`'s train writers: device `d` owns writers `(d × W + k) mod n`, `k < W`.
     /// Builds every job's initial weights.
     pub fn new(
@@ -140,16 +145,13 @@ impl Trainer {
                 "devices.writers_per_device must be at least 1".into(),
             ));
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("venn-lab-train-{i}"))
-            .build()
+        let lanes = Lanes::new(threads, "venn-lab-train")
             .map_err(|e| LabError::Setup(format!("training threads: {e}")))?;
-        let threads = pool.current_num_threads();
         let mut slots = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let init = pool
-                .install(|| job.task.init(job.seed))
+            let init = job
+                .task
+                .init(job.seed)
                 .map_err(|e| LabError::Setup(format!("initial weights: {e}")))?;
             slots.push(Slot {
                 job,
@@ -160,8 +162,8 @@ impl Trainer {
             });
         }
         Ok(Trainer {
-            pool,
             shared: Arc::new(Shared {
+                lanes: lanes.spawner(),
                 slots,
                 partition: DataPartition {
                     writer_samples: data.train.iter().map(|w| w.len() as u64).collect(),
@@ -173,13 +175,13 @@ impl Trainer {
                 changed_lock: Mutex::new(()),
                 samples: AtomicU64::new(0),
             }),
-            threads,
+            lanes,
         })
     }
 
-    /// Threads in the pool.
+    /// Threads (lanes) training.
     pub fn threads(&self) -> usize {
-        self.threads
+        self.lanes.threads()
     }
 
     /// Queues a successful round of `job`; it trains once the job's earlier rounds have.
@@ -190,7 +192,7 @@ impl Trainer {
         }
         c.queue.push_back(work);
         if !c.busy {
-            start_next(&self.shared, Some(&self.pool), job, &mut c);
+            start_next(&self.shared, job, &mut c);
         }
     }
 
@@ -299,17 +301,8 @@ fn notify(shared: &Shared) {
     shared.changed.notify_all();
 }
 
-/// Runs `f` on the trainer's pool: `pool` from outside it (the engine's thread); `None`
-/// from one of its own threads, where `rayon::spawn` targets the current pool.
-fn spawn(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() + Send + 'static) {
-    match pool {
-        Some(p) => p.spawn(f),
-        None => rayon::spawn(f),
-    }
-}
-
 /// Starts the job's next queued round (the chain is locked and idle).
-fn start_next(shared: &Arc<Shared>, pool: Option<&rayon::ThreadPool>, job: usize, c: &mut Chain) {
+fn start_next(shared: &Arc<Shared>, job: usize, c: &mut Chain) {
     if shared.cancel.load(Ordering::SeqCst) {
         if !c.queue.is_empty() && c.out.error.is_none() {
             c.out.error = Some("cancelled".into());
@@ -334,13 +327,13 @@ fn start_next(shared: &Arc<Shared>, pool: Option<&rayon::ThreadPool>, job: usize
     if n == 0 {
         // Nothing to train (a round can succeed at its deadline only with results, so
         // this is defensive): aggregate nothing, keep the weights.
-        let shared = shared.clone();
-        spawn(pool, move || finish_round(&shared, &round));
+        let sh = shared.clone();
+        shared.lanes.spawn(move || finish_round(&sh, &round));
         return;
     }
     for i in 0..n {
-        let (shared, round) = (shared.clone(), round.clone());
-        spawn(pool, move || train_one(&shared, &round, i));
+        let (sh, round) = (shared.clone(), round.clone());
+        shared.lanes.spawn(move || train_one(&sh, &round, i));
     }
 }
 
@@ -417,9 +410,9 @@ fn finish_round(shared: &Arc<Shared>, round: &Arc<InFlight>) {
             c.evaluated.push(false);
             c.evals_pending += 1;
             let sh = shared.clone();
-            spawn(None, move || evaluate(&sh, job, k, &weights));
+            shared.lanes.spawn(move || evaluate(&sh, job, k, &weights));
             // The next round may start before this one is evaluated.
-            start_next(shared, None, job, &mut c);
+            start_next(shared, job, &mut c);
         }
         Err(e) => {
             tracing::error!(job, error = %e, "training failed; the job stops");

@@ -8,6 +8,7 @@
 //! The pieces a federated job needs:
 //! [`ModelKind::init`] → [`train_local`] on a writer's [`datasets::SampleView`] →
 //! [`weights::to_bytes`] (what travels) → [`weights::load`] → [`fedavg`] → [`evaluate`].
+//! A round's local trainings run side by side on [`lanes`], one thread each.
 
 mod backend;
 pub mod bench;

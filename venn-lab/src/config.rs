@@ -178,11 +178,13 @@ impl Default for VirtualConfig {
     }
 }
 
-/// A job of the experiment and when it starts.
+/// A job of the experiment and when it starts: the [`JobConfig`] keys plus the three below,
+/// all in one `[[jobs]]` table. Read through a table rather than `serde(flatten)`, which
+/// lets unknown keys through: a typo (`deadlin`, `over_commit`) is an error naming it.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "toml::Table")]
 pub struct LabJob {
-    /// Seconds after the experiment start.
-    #[serde(default)]
+    /// Seconds after the experiment start (default 0).
     pub arrival_s: f64,
     /// `venn-lab sim`: when set, every task's compute time on the reference device (78 ms
     /// per sample), seconds, whatever the model and the device's samples; a device's is
@@ -190,15 +192,46 @@ pub struct LabJob {
     /// (the default), a task's time follows from the work it does: the device's samples ×
     /// local epochs × the model's cost per sample, plus the model's bytes both ways
     /// (`venn_core::TaskWork`); tasks that cannot state their work fall back to 30.
-    #[serde(default)]
     pub workload_s: Option<f64>,
     /// `venn-lab sim`, with `workload_s`: a task's transfer time at the reference bandwidth
     /// (13,736 kbit/s), seconds (default 10, the authors' job traces).
-    #[serde(default)]
     pub comm_s: Option<f64>,
     /// The job.
-    #[serde(flatten)]
     pub job: JobConfig,
+}
+
+impl TryFrom<toml::Table> for LabJob {
+    type Error = String;
+
+    fn try_from(mut t: toml::Table) -> Result<Self, String> {
+        let mut seconds = |key: &str| match t.remove(key) {
+            None => Ok(None),
+            Some(toml::Value::Float(x)) => Ok(Some(x)),
+            Some(toml::Value::Integer(i)) => Ok(Some(i as f64)),
+            Some(other) => Err(format!(
+                "{key}: expected a number of seconds, found {}",
+                other.type_str()
+            )),
+        };
+        let arrival_s = seconds("arrival_s")?.unwrap_or(0.0);
+        let workload_s = seconds("workload_s")?;
+        let comm_s = seconds("comm_s")?;
+        // `JobConfig` denies unknown fields, and now sees every key but the three above.
+        let job = JobConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
+            let e = e.to_string();
+            if e.contains("unknown field") {
+                format!("{e}, or the run's own `arrival_s`, `workload_s`, `comm_s`")
+            } else {
+                e
+            }
+        })?;
+        Ok(LabJob {
+            arrival_s,
+            workload_s,
+            comm_s,
+            job,
+        })
+    }
 }
 
 impl LabConfig {

@@ -53,6 +53,11 @@ enum Command {
         /// with 95 % intervals over seeds (summary.json, compare.txt, compare-seeds.png).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
         seeds: u64,
+        /// The first replicate to run (with --seeds N: replicates K..K+N, into
+        /// <out>/seed-<k>/<policy>): adds seeds to a folder an earlier invocation filled,
+        /// then `venn-lab summarize <out>` summarises them all.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1000))]
+        first_seed: u64,
     },
     /// Run the experiment on the simulator's virtual clock with real training: thousands of
     /// trace-driven devices, accuracy against virtual time.
@@ -85,6 +90,11 @@ enum Command {
         /// seed's runs go to <out>/seed-<k>/<policy>.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
         seeds: u64,
+        /// The first replicate to run (with --seeds N: replicates K..K+N, into
+        /// <out>/seed-<k>/<policy>): adds seeds to a folder an earlier invocation filled,
+        /// then `venn-lab summarize <out>` summarises them all.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1000))]
+        first_seed: u64,
     },
     /// Redraw the comparison and the summary over seeds of a results folder from the
     /// summary.json each run wrote, without running anything: after a change to the
@@ -230,10 +240,12 @@ async fn main() -> anyhow::Result<()> {
             policies,
             out,
             seeds,
+            first_seed,
         } => {
             let cfg = LabConfig::load(&config)?;
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(&cfg.name));
             let data = load_data(&cfg)?;
+            let seeds = first_seed..first_seed + seeds;
             over_seeds(&cfg, &policies, &out, seeds, async |cfg, dir| {
                 let r = lab::run_experiment(
                     &cfg,
@@ -256,6 +268,7 @@ async fn main() -> anyhow::Result<()> {
             threads,
             schedule_only,
             seeds,
+            first_seed,
         } => {
             let mut cfg = LabConfig::load(&config)?;
             if let Some(t) = threads {
@@ -277,6 +290,7 @@ async fn main() -> anyhow::Result<()> {
                 ctrl_c().await;
                 flag.store(true, std::sync::atomic::Ordering::SeqCst);
             });
+            let seeds = first_seed..first_seed + seeds;
             over_seeds(&cfg, &policies, &out, seeds, async |cfg, dir| {
                 let opts = lab::sim::VirtualOptions {
                     policies: &PolicyRegistry::builtin(),
@@ -394,25 +408,26 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs every policy under `seeds` seeds, one `run` per (seed, policy) in that order, and
-/// reports each seed's comparison and, with several seeds, the summary over them. A single
-/// seed writes to `out/<policy>` (the layout before `--seeds`), several to
-/// `out/seed-<k>/<policy>`. A cancelled run (Ctrl-C) ends the loop.
+/// Runs every policy under the replicates `seeds`, one `run` per (seed, policy) in that
+/// order, and reports each seed's comparison and, with several seeds, the summary over them.
+/// Replicate 0 alone writes to `out/<policy>` (the layout before `--seeds`), anything else
+/// to `out/seed-<k>/<policy>`. A cancelled run (Ctrl-C) ends the loop.
 async fn over_seeds(
     cfg: &LabConfig,
     policies: &[String],
     out: &std::path::Path,
-    seeds: u64,
+    seeds: std::ops::Range<u64>,
     mut run: impl AsyncFnMut(LabConfig, &std::path::Path) -> anyhow::Result<lab::LabResult>,
 ) -> anyhow::Result<()> {
     let mut runs = Vec::new();
-    'seeds: for k in 0..seeds {
-        let (seed_out, label) = if seeds == 1 {
+    let single = seeds == (0..1);
+    'seeds: for k in seeds.clone() {
+        let (seed_out, label) = if single {
             (out.to_path_buf(), String::new())
         } else {
             (
                 out.join(format!("seed-{k}")),
-                format!(" (seed {} of {seeds})", k + 1),
+                format!(" (seed {k}, {} to {})", seeds.start, seeds.end - 1),
             )
         };
         let mut results = Vec::new();
@@ -479,16 +494,24 @@ fn summarize(dir: &std::path::Path, policies: &[String]) -> anyhow::Result<()> {
 /// bias the means).
 fn report_seeds(
     out: &std::path::Path,
-    seeds: u64,
+    seeds: std::ops::Range<u64>,
     runs: &[Vec<lab::LabResult>],
 ) -> anyhow::Result<()> {
-    if seeds < 2 {
+    if seeds.end - seeds.start < 2 {
+        if seeds.start > 0 {
+            println!(
+                "seed {} added to {}; `venn-lab summarize {}` summarises every seed there",
+                seeds.start,
+                out.display(),
+                out.display()
+            );
+        }
         return Ok(());
     }
     let width = runs.first().map_or(0, Vec::len);
     let (numbers, complete): (Vec<u64>, Vec<&[lab::LabResult]>) = runs
         .iter()
-        .zip(0u64..)
+        .zip(seeds.start..)
         .filter(|(r, _)| r.len() == width && !r.iter().any(lab::LabResult::cancelled))
         .map(|(r, k)| (k, r.as_slice()))
         .unzip();

@@ -287,6 +287,19 @@ fn config_errors_name_the_file_and_key() {
         ));
         assert!(e.contains(key), "{key}: {e}");
     }
+    // Misspelt job keys are errors naming the key, not silently ignored (jobs were once
+    // read through `serde(flatten)`, which let them through).
+    for typo in ["deadlin = 5", "over_commit = 1.2", "min_response_fracton = 0.8"] {
+        let e = error(&format!(
+            "name = \"x\"\n[devices]\ncount = 4\n{job}deadline_s = 5\n{typo}\n"
+        ));
+        let key = typo.split(' ').next().unwrap();
+        assert!(e.contains("exp.toml") && e.contains(key), "{key}: {e}");
+    }
+    let e = error(&format!(
+        "name = \"x\"\n[devices]\ncount = 4\n{job}deadline_s = 5\narrival_s = \"soon\"\n"
+    ));
+    assert!(e.contains("arrival_s"), "{e}");
     // A job without a statement is a config error while admission is on.
     let e = error(&format!(
         "name = \"x\"\n[admission]\n[devices]\ncount = 4\n{job}deadline_s = 5\n"

@@ -45,4 +45,5 @@ target_participants = {target}
 deadline_s = {DEADLINE[target]}
 requirement = {{ {req} }}
 seed = {i}
+max_attempts = 1000
 """)

@@ -195,6 +195,8 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
+        // Colour codes only for a terminal: logs redirected to a file stay plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
@@ -234,6 +236,7 @@ async fn main() -> anyhow::Result<()> {
                 print!("{}", r.table());
                 println!("results in {}", out.display());
             }
+            unfinished_jobs([&r])?;
         }
         Command::Compare {
             config,
@@ -453,7 +456,25 @@ async fn over_seeds(
         }
         runs.push(results);
     }
-    report_seeds(out, seeds, &runs)
+    report_seeds(out, seeds, &runs)?;
+    unfinished_jobs(runs.iter().flatten())
+}
+
+/// One line per job that did not finish (failed, gave up, unfinished at the horizon or
+/// stopped), and an error, so the exit status is non-zero, when there is any.
+fn unfinished_jobs<'a>(runs: impl IntoIterator<Item = &'a lab::LabResult>) -> anyhow::Result<()> {
+    let mut n = 0;
+    for r in runs {
+        for j in r.jobs.iter().filter(|j| !j.finished) {
+            n += 1;
+            let why = j.error.as_deref().unwrap_or("did not finish");
+            eprintln!("{} / {}: {why}", r.policy, j.name);
+        }
+    }
+    if n > 0 {
+        anyhow::bail!("{n} job run(s) did not finish (listed above); the results were written");
+    }
+    Ok(())
 }
 
 /// `venn-lab summarize`: each seed's comparison and the summary over seeds, redrawn from

@@ -289,7 +289,11 @@ fn config_errors_name_the_file_and_key() {
     }
     // Misspelt job keys are errors naming the key, not silently ignored (jobs were once
     // read through `serde(flatten)`, which let them through).
-    for typo in ["deadlin = 5", "over_commit = 1.2", "min_response_fracton = 0.8"] {
+    for typo in [
+        "deadlin = 5",
+        "over_commit = 1.2",
+        "min_response_fracton = 0.8",
+    ] {
         let e = error(&format!(
             "name = \"x\"\n[devices]\ncount = 4\n{job}deadline_s = 5\n{typo}\n"
         ));

@@ -185,3 +185,29 @@ fn what_the_virtual_clock_cannot_run_is_refused_by_name() {
     let e = refuse(&cfg);
     assert!(e.contains("[admission]"), "{e}");
 }
+
+/// A round that can never succeed (a deadline shorter than any task) ends its job after
+/// `max_attempts` aborts, as in a live run, with the reason, instead of retrying to the
+/// horizon: with `deadline_s = 0.001` and a 100,000 h horizon that once grew memory by
+/// hundreds of MB a second until the kernel killed the run.
+#[test]
+fn a_round_that_cannot_succeed_ends_its_job_after_max_attempts() {
+    let (data, traces) = inputs();
+    let mut cfg = LabConfig::load(&config_path()).unwrap();
+    cfg.sim.horizon_h = 100_000.0;
+    cfg.jobs[0].job.deadline_s = 0.001;
+    cfg.jobs[0].job.max_attempts = 7;
+    let t = std::time::Instant::now();
+    let r = run(&cfg, &data, &traces, &out_dir("give-up"), false);
+    assert!(t.elapsed().as_secs() < 60, "bounded: {:?}", t.elapsed());
+    let job = &r.jobs[0];
+    assert!(!job.finished && job.rounds == 0, "{job:?}");
+    let why = job.error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("round 0 aborted 7 times (max_attempts)"),
+        "{why}"
+    );
+    // The other jobs are not held up by it.
+    assert!(r.jobs[1..].iter().all(|j| j.finished), "{:?}", r.jobs);
+    assert!(r.simulation.as_ref().unwrap().rounds_aborted >= 7);
+}

@@ -17,8 +17,8 @@
 //! since the start (`devices.start_s` on the trace's clock).
 //!
 //! Differences from a live run, by design: `max_minutes` bounds wall time spent training;
-//! a job stops at its `rounds` or at `target_accuracy`, never after `max_attempts`
-//! aborts (the engine retries until the horizon, `[sim] horizon_h`);
+//! a job stops at its `rounds`, at `target_accuracy`, or (unfinished, as live) when a
+//! round has aborted `max_attempts` times;
 //! `devices.drop_fraction` and `compress` do not apply (drop-offs come from the trace);
 //! `[admission]` is refused (the simulator's own admission runs are `venn-sim`'s).
 
@@ -106,6 +106,10 @@ struct LabHooks<'t> {
     pending: Vec<Vec<u64>>,
     attempts: Vec<u32>,
     target: Vec<Option<f64>>,
+    /// Aborted attempts after which a round gives up (each job's `max_attempts`).
+    max_attempts: Vec<u32>,
+    /// Why a job was dropped unfinished, if it was.
+    gave_up: Vec<Option<String>>,
 }
 
 impl SimHooks for LabHooks<'_> {
@@ -118,6 +122,18 @@ impl SimHooks for LabHooks<'_> {
         let participants = std::mem::take(&mut self.pending[j]);
         if c.outcome == RoundOutcome::Abort {
             self.attempts[j] += 1;
+            let aborted = self.attempts[j] - 1;
+            if aborted >= self.max_attempts[j] {
+                // As the live runner does: a round that cannot succeed ends the job, instead
+                // of retrying to the horizon (which grew memory without bound).
+                let r = c.record;
+                self.gave_up[j] = Some(format!(
+                    "round {} aborted {aborted} times (max_attempts); its last attempt had \
+                     {} of {} devices assigned and {} results by its deadline",
+                    c.rounds_done, r.assigned, r.demand, r.finished
+                ));
+                return Ok(AfterClose::GiveUp);
+            }
             return Ok(AfterClose::Continue);
         }
         let round = c.rounds_done - 1;
@@ -243,6 +259,8 @@ pub fn run_virtual(
         pending: vec![Vec::new(); n],
         attempts: vec![1; n],
         target: cfg.jobs.iter().map(|j| j.job.target_accuracy).collect(),
+        max_attempts: cfg.jobs.iter().map(|j| j.job.max_attempts).collect(),
+        gave_up: vec![None; n],
     };
     let engine_t = Instant::now();
     let sim =
@@ -250,6 +268,7 @@ pub fn run_virtual(
             .map_err(|e| setup(format!("simulation: {e}")))?;
     let engine_wall_s = engine_t.elapsed().as_secs_f64();
     let scheduled = std::mem::take(&mut hooks.rows);
+    let gave_up = std::mem::take(&mut hooks.gave_up);
     drop(hooks);
     let virtual_end = (sim.summary.end_time_s - cfg.devices.start_s).max(0.0);
     tracing::info!(
@@ -355,6 +374,7 @@ pub fn run_virtual(
         let complete = rec.finish_s.is_some() && t.error.is_none();
         let error = match (&t.error, rec.finish_s) {
             (Some(e), _) => Some(e.clone()),
+            (None, None) if gave_up[i].is_some() => gave_up[i].clone(),
             (None, None) => Some(format!(
                 "unfinished: {} of {} rounds by the {:.0} h horizon",
                 rec.rounds, rec.rounds_target, cfg.sim.horizon_h

@@ -101,14 +101,19 @@ pub enum AdmissionEvent {
     },
 }
 
-/// What the job does after a successful round.
+/// What the job does after a round attempt closes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AfterClose {
-    /// Open the next round (unless the planned rounds are done).
+    /// Open the next round, or retry an aborted one (unless the planned rounds are done).
     #[default]
     Continue,
-    /// The job is complete now, e.g. because it reached its target accuracy.
+    /// After a success: the job is complete now, e.g. because it reached its target
+    /// accuracy.
     Finish,
+    /// After an abort: the job stops here, unfinished and no longer scheduled, e.g. because
+    /// the round used up its attempts. Bounds the work (and memory) of a round that can
+    /// never succeed.
+    GiveUp,
 }
 
 /// Work a driver adds to the engine. Every method has an empty default.
@@ -126,7 +131,8 @@ pub trait SimHooks {
     }
 
     /// A round attempt closed. Returning [`AfterClose::Finish`] after a success ends the
-    /// job there; an error stops the run.
+    /// job there, [`AfterClose::GiveUp`] after an abort drops it unfinished; an error stops
+    /// the run.
     #[inline]
     fn on_round_close(&mut self, close: &RoundClose<'_>) -> Result<AfterClose, SimError> {
         let _ = close;

@@ -104,6 +104,8 @@ struct Engine<'a, H: SimHooks> {
     runs: Vec<JobRun>,
     rng: ChaCha8Rng,
     finished: usize,
+    /// Jobs dropped unfinished ([`AfterClose::GiveUp`]).
+    given_up: usize,
     s: Summary,
     /// Admission control on venn-core's slot clock (with `[admission]`).
     adm: Option<SlotClock>,
@@ -162,6 +164,7 @@ pub fn run_with_hooks<H: SimHooks>(
         runs: vec![JobRun::new(); input.jobs.len()],
         rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_d15b_a7c4),
         finished: 0,
+        given_up: 0,
         s: Summary {
             policy: cfg.policy.name().to_string(),
             seed: cfg.seed,
@@ -203,7 +206,7 @@ pub fn run_with_hooks<H: SimHooks>(
     let started = Instant::now();
     let mut now = 0.0;
     loop {
-        if e.finished == e.runs.len() {
+        if e.finished + e.given_up == e.runs.len() {
             break;
         }
         let te = e.queue.peek_time();
@@ -564,6 +567,11 @@ impl<H: SimHooks> Engine<'_, H> {
             RoundOutcome::Abort => {
                 self.s.rounds_aborted += 1;
                 run.aborted += 1;
+                if after == AfterClose::GiveUp {
+                    self.rm.remove_job(core, Time(now))?;
+                    self.given_up += 1;
+                    return Ok(());
+                }
             }
         }
         self.open_round(j, now)

@@ -83,6 +83,11 @@ enum Command {
         /// experiment in a second before its training is paid for.
         #[arg(long)]
         schedule_only: bool,
+        /// Run jobs the feasibility check finds cannot work (too few eligible devices, or
+        /// a deadline no eligible device can meet); without it the run is refused, naming
+        /// them. Every job's figures are printed before the first run either way.
+        #[arg(long)]
+        force: bool,
         /// Run every policy under this many seeds (replicate 0 is the config's seeds; the
         /// others derive theirs from it: availability, dispatch, initial weights, local
         /// shuffles) and report speed-ups and accuracies as means with 95 % intervals over
@@ -270,6 +275,7 @@ async fn main() -> anyhow::Result<()> {
             out,
             threads,
             schedule_only,
+            force,
             seeds,
             first_seed,
         } => {
@@ -294,6 +300,7 @@ async fn main() -> anyhow::Result<()> {
                 flag.store(true, std::sync::atomic::Ordering::SeqCst);
             });
             let seeds = first_seed..first_seed + seeds;
+            let mut first = true;
             over_seeds(&cfg, &policies, &out, seeds, async |cfg, dir| {
                 let opts = lab::sim::VirtualOptions {
                     policies: &PolicyRegistry::builtin(),
@@ -303,6 +310,8 @@ async fn main() -> anyhow::Result<()> {
                     cancel: &cancel,
                     progress: true,
                     train: !schedule_only,
+                    force,
+                    show_feasibility: std::mem::take(&mut first),
                 };
                 Ok(tokio::task::block_in_place(|| {
                     lab::run_virtual(&cfg, dir, opts)

@@ -52,6 +52,8 @@ pub(crate) fn run(
             cancel: &cancel,
             progress: false,
             train,
+            force: true,
+            show_feasibility: false,
         },
     )
     .unwrap()
@@ -171,6 +173,8 @@ fn what_the_virtual_clock_cannot_run_is_refused_by_name() {
                 cancel: &cancel,
                 progress: false,
                 train: false,
+                force: false,
+                show_feasibility: false,
             },
         )
         .unwrap_err()
@@ -184,6 +188,25 @@ fn what_the_virtual_clock_cannot_run_is_refused_by_name() {
     cfg.admission = Some(Default::default());
     let e = refuse(&cfg);
     assert!(e.contains("[admission]"), "{e}");
+    // Jobs that cannot work are refused before anything runs, each named with the reason.
+    let mut cfg = LabConfig::load(&config_path()).unwrap();
+    cfg.jobs[0].job.deadline_s = 0.001;
+    cfg.jobs[1].job.target_participants = 1000;
+    let e = refuse(&cfg);
+    let (a, b) = (&cfg.jobs[0].job.name, &cfg.jobs[1].job.name);
+    assert!(e.contains("2 job(s) cannot work"), "{e}");
+    assert!(
+        e.contains(&format!("job {a}: its fastest eligible device needs")),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("job {b}: ")) && e.contains("eligible devices"),
+        "{e}"
+    );
+    let mut cfg = LabConfig::load(&config_path()).unwrap();
+    cfg.jobs[2].job.requirement.min_os_version = 1000.0;
+    let e = refuse(&cfg);
+    assert!(e.contains("no device meets its requirement"), "{e}");
 }
 
 /// A round that can never succeed (a deadline shorter than any task) ends its job after

@@ -185,6 +185,11 @@ pub struct VirtualOptions<'a> {
     /// False: simulate the schedule only (JCT, rounds; no training, no accuracy) — to size
     /// an experiment before paying for its training.
     pub train: bool,
+    /// Run even jobs the feasibility check finds cannot work (they abort their rounds
+    /// until `max_attempts`); false refuses the run naming them.
+    pub force: bool,
+    /// Print every job's feasibility line (`job X: N of M devices eligible …`) to stderr.
+    pub show_feasibility: bool,
 }
 
 /// Runs `cfg` under its policy on the virtual clock and writes `jobs/*.csv`,
@@ -203,6 +208,8 @@ pub fn run_virtual(
         cancel,
         progress,
         train,
+        force,
+        show_feasibility,
     } = opts;
     let setup = LabError::Setup;
     let t0 = Instant::now();
@@ -240,6 +247,7 @@ pub fn run_virtual(
     };
     let sim_input = input::sim_input(cfg, &traces.path, &work, partition)?;
     let sim_cfg = input::sim_config(cfg);
+    check_feasible(cfg, &sim_input, &sim_cfg, show_feasibility, force)?;
     let data_used = DataUsed::new(&data, Some(traces));
     let trainer = if train {
         Some(Trainer::new(
@@ -410,6 +418,39 @@ pub fn run_virtual(
         .write(out)
         .map_err(|e| setup(format!("{}: {e}", out.display())))?;
     Ok(result)
+}
+
+/// Every job's supply and speed against what its rounds need (printed when `show`), and
+/// an error naming each job that cannot work unless `force`.
+fn check_feasible(
+    cfg: &LabConfig,
+    input: &venn_sim::engine::SimInput,
+    sim_cfg: &venn_sim::engine::SimConfig,
+    show: bool,
+    force: bool,
+) -> Result<(), LabError> {
+    let mut refused = Vec::new();
+    for (lj, f) in cfg
+        .jobs
+        .iter()
+        .zip(venn_sim::engine::feasibility(input, sim_cfg))
+    {
+        let name = &lj.job.name;
+        if show {
+            eprintln!("job {name}: {}", f.line());
+        }
+        if let Some(why) = f.problem() {
+            refused.push(format!("job {name}: {why}"));
+        }
+    }
+    if refused.is_empty() || force {
+        return Ok(());
+    }
+    Err(LabError::Setup(format!(
+        "{} job(s) cannot work (--force runs them anyway):\n  {}",
+        refused.len(),
+        refused.join("\n  ")
+    )))
 }
 
 /// Writes a job's rows as CSV (the format `venn-lab run` appends).

@@ -84,6 +84,7 @@ pub mod admission;
 pub mod config;
 mod error;
 pub mod events;
+pub mod feasibility;
 pub mod hooks;
 pub mod policies;
 pub mod result;
@@ -93,6 +94,7 @@ pub mod work;
 
 pub use config::SimConfig;
 pub use error::SimError;
+pub use feasibility::{JobFeasibility, feasibility};
 pub use hooks::{AdmissionEvent, AfterClose, Dispatch, NoHooks, RoundClose, SimHooks, TaskResult};
 pub use result::{JobRecord, Perf, SimResult, Summary};
 pub use setup::{DeviceTable, SimInput, SimJob};

@@ -25,6 +25,8 @@ pub mod codes {
     pub const UNAUTHORIZED: &str = "unauthorized";
     /// Unknown job, round, task or route (404).
     pub const NOT_FOUND: &str = "not_found";
+    /// The path exists but not with this method (405); the `Allow` header lists those it has.
+    pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
     /// The request contradicts the current state (409).
     pub const CONFLICT: &str = "conflict";
     /// Admission control declined the job (409); carries `reason` and `quote`.

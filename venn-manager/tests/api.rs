@@ -406,6 +406,12 @@ async fn every_client_error_is_json_and_names_the_problem() {
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
     let (s, v) = call(&app, "GET", "/v2/nothing", None, None).await;
     assert_eq!((s, err_code(&v)), (StatusCode::NOT_FOUND, "not_found"));
+    // A known path with the wrong method: a 405 with a JSON body too.
+    let (s, v) = call(&app, "PUT", "/v1/jobs", None, None).await;
+    assert_eq!(
+        (s, err_code(&v)),
+        (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+    );
     let (s, _) = call(
         &app,
         "DELETE",

@@ -56,6 +56,8 @@ pub fn router(manager: AppState) -> Router {
         .route(paths::HEALTHZ, get(|| async { "ok" }))
         .merge(crate::ui::routes())
         .fallback(status::not_found)
+        // axum's own 405 has an empty body; every 4xx here is JSON (docs/api.md).
+        .method_not_allowed_fallback(status::method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(manager)
 }

@@ -183,7 +183,16 @@ fn admission_metrics<'a>(
     (counters, gauges)
 }
 
-/// Unknown routes answer JSON too.
+/// A known path asked with a method it does not serve: JSON, as every other 4xx.
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> HttpError {
+    HttpError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        venn_api::codes::METHOD_NOT_ALLOWED,
+        format!("{method} is not served at {}", uri.path()),
+    )
+}
+
+/// The fallback for a path no route has.
 pub async fn not_found() -> HttpError {
     HttpError::not_found("no such endpoint; see the API table in venn-manager's docs")
 }

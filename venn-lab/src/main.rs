@@ -101,6 +101,15 @@ enum Command {
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1000))]
         first_seed: u64,
     },
+    /// What devices each job of a config can use, without running it: per job, the
+    /// trace's devices its requirement admits, eligible check-ins an hour, the most that
+    /// check in within one deadline against what a round requests and needs, and its
+    /// fastest eligible device's task time; and whether it can work at all (the check
+    /// `sim` runs first). Device requirements and the tables: docs/devices.md.
+    Devices {
+        /// Experiment config (TOML).
+        config: PathBuf,
+    },
     /// Redraw the comparison and the summary over seeds of a results folder from the
     /// summary.json each run wrote, without running anything: after a change to the
     /// tables or plots, or when seeds ran in separate invocations into one folder
@@ -320,6 +329,7 @@ async fn main() -> anyhow::Result<()> {
             .await?;
         }
         Command::K8s(args) => k8s(args)?,
+        Command::Devices { config } => devices(&config)?,
         Command::Summarize { dir, policies } => summarize(&dir, &policies)?,
         Command::Gather {
             config,
@@ -482,6 +492,31 @@ fn unfinished_jobs<'a>(runs: impl IntoIterator<Item = &'a lab::LabResult>) -> an
     }
     if n > 0 {
         anyhow::bail!("{n} job run(s) did not finish (listed above); the results were written");
+    }
+    Ok(())
+}
+
+/// `venn-lab devices`: every job's feasibility line, and why a job cannot work.
+fn devices(config: &std::path::Path) -> anyhow::Result<()> {
+    let cfg = LabConfig::load(config)?;
+    let data = load_data(&cfg)?;
+    let traces = venn_traces::locate_traces(None).context("finding the device tables")?;
+    let (_, input, sim_cfg) =
+        lab::sim::input::prepare(&cfg, &Registry::with_builtins(), &data, &traces.path)?;
+    let mut bad = 0;
+    for (lj, f) in cfg
+        .jobs
+        .iter()
+        .zip(venn_sim::engine::feasibility(&input, &sim_cfg))
+    {
+        println!("job {}: {}", lj.job.name, f.line());
+        if let Some(why) = f.problem() {
+            bad += 1;
+            println!("  cannot work: {why}");
+        }
+    }
+    if bad > 0 {
+        anyhow::bail!("{bad} job(s) cannot work on these devices");
     }
     Ok(())
 }

@@ -234,3 +234,28 @@ fn a_round_that_cannot_succeed_ends_its_job_after_max_attempts() {
     assert!(r.jobs[1..].iter().all(|j| j.finished), "{:?}", r.jobs);
     assert!(r.simulation.as_ref().unwrap().rounds_aborted >= 7);
 }
+
+/// What `venn-lab devices` prints: every job of the shipped quick config can work, with
+/// its eligible devices a subset of the trace's and a positive hourly supply; a
+/// requirement above every device's scores leaves none.
+#[test]
+fn devices_reports_each_jobs_supply() {
+    let (data, traces) = inputs();
+    let mut cfg = LabConfig::load(&config_path()).unwrap();
+    let f = |cfg: &LabConfig| {
+        let (_, input, sim_cfg) =
+            venn_lab::sim::input::prepare(cfg, &Registry::with_builtins(), &data, &traces.path)
+                .unwrap();
+        venn_sim::engine::feasibility(&input, &sim_cfg)
+    };
+    for (j, x) in cfg.jobs.iter().zip(f(&cfg)) {
+        assert!(x.problem().is_none(), "{}: {}", j.job.name, x.line());
+        assert!(x.eligible_devices <= x.devices && x.eligible_devices > 0);
+        assert!(x.eligible_per_hour > 0.0 && x.peak_in_deadline >= x.needed as usize);
+        assert_eq!(x.demand, j.job.demand());
+    }
+    cfg.jobs[0].job.requirement.min_mem_score = 1001.0;
+    let none = &f(&cfg)[0];
+    assert_eq!(none.eligible_devices, 0);
+    assert!(none.problem().unwrap().contains("no device"));
+}

@@ -5,13 +5,47 @@
 //! FEMNIST writers) unless the job sets `workload_s`.
 
 use std::path::Path;
+use std::sync::Arc;
 
+use datasets::Femnist;
+use fl_job::task::{FlTask, Registry};
 use venn_core::TaskWork;
 use venn_sim::engine::{DataPartition, DeviceTable, SimConfig, SimInput, SimJob};
 use venn_traces::{AvailabilityTrace, CheckInRow, DeviceCatalog, JobRow, SyntheticOptions};
 
 use crate::config::{AvailabilitySource, LabConfig};
 use crate::run::LabError;
+
+/// [`prepare`]'s result: the jobs' tasks (config order), the simulator's input and settings.
+pub type Prepared = (Vec<Arc<dyn FlTask>>, SimInput, SimConfig);
+
+/// Each job's task built by `tasks`, and the simulator's input and settings for `cfg`
+/// over `data`'s train writers and the device tables in `traces_dir`: what a run and
+/// `venn-lab devices` share.
+pub fn prepare(
+    cfg: &LabConfig,
+    tasks: &Registry,
+    data: &Femnist,
+    traces_dir: &Path,
+) -> Result<Prepared, LabError> {
+    let built = cfg
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, lj)| {
+            tasks
+                .build(&lj.job.task, &lj.job.params)
+                .map_err(|e| LabError::Setup(format!("jobs[{i}] ({}): {e}", lj.job.name)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let work: Vec<Option<TaskWork>> = built.iter().map(|t| t.work()).collect();
+    let partition = DataPartition {
+        writer_samples: data.train.iter().map(|w| w.len() as u64).collect(),
+        writers_per_device: cfg.devices.writers_per_device,
+    };
+    let input = sim_input(cfg, traces_dir, &work, partition)?;
+    Ok((built, input, sim_config(cfg)))
+}
 
 /// The simulator's input for `cfg`, with device tables from `traces_dir`. Jobs keep the
 /// config's order (their index is the config's); arrivals are shifted by `devices.start_s`

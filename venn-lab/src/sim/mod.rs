@@ -37,7 +37,7 @@ use fl_job::task::Registry;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use venn_core::{PolicyRegistry, RoundOutcome};
-use venn_sim::engine::{AfterClose, DataPartition, RoundClose, SimError, SimHooks, TaskResult};
+use venn_sim::engine::{AfterClose, RoundClose, SimError, SimHooks, TaskResult, feasibility};
 
 use crate::config::LabConfig;
 use crate::results::{Clock, DataUsed, JobOutcome, LabResult};
@@ -228,26 +228,18 @@ pub fn run_virtual(
             "devices.drop_fraction does not apply on the virtual clock: devices drop off when their traced session ends"
         );
     }
-    let mut jobs = Vec::with_capacity(cfg.jobs.len());
-    let mut work = Vec::with_capacity(cfg.jobs.len());
-    for lj in &cfg.jobs {
-        let task = tasks
-            .build(&lj.job.task, &lj.job.params)
-            .map_err(|e| setup(format!("job {}: {e}", lj.job.name)))?;
-        work.push(task.work());
-        jobs.push(TrainJob {
+    let (tasks, sim_input, sim_cfg) = input::prepare(cfg, tasks, &data, &traces.path)?;
+    check_feasible(cfg, &sim_input, &sim_cfg, show_feasibility, force)?;
+    let jobs = cfg
+        .jobs
+        .iter()
+        .zip(tasks)
+        .map(|(lj, task)| TrainJob {
             task,
             seed: lj.job.seed,
             test: data.eval_set(lj.job.eval_samples, lj.job.eval_seed),
-        });
-    }
-    let partition = DataPartition {
-        writer_samples: data.train.iter().map(|w| w.len() as u64).collect(),
-        writers_per_device: cfg.devices.writers_per_device,
-    };
-    let sim_input = input::sim_input(cfg, &traces.path, &work, partition)?;
-    let sim_cfg = input::sim_config(cfg);
-    check_feasible(cfg, &sim_input, &sim_cfg, show_feasibility, force)?;
+        })
+        .collect();
     let data_used = DataUsed::new(&data, Some(traces));
     let trainer = if train {
         Some(Trainer::new(
@@ -430,11 +422,7 @@ fn check_feasible(
     force: bool,
 ) -> Result<(), LabError> {
     let mut refused = Vec::new();
-    for (lj, f) in cfg
-        .jobs
-        .iter()
-        .zip(venn_sim::engine::feasibility(input, sim_cfg))
-    {
+    for (lj, f) in cfg.jobs.iter().zip(feasibility(input, sim_cfg)) {
         let name = &lj.job.name;
         if show {
             eprintln!("job {name}: {}", f.line());

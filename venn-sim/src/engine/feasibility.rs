@@ -24,6 +24,9 @@ pub struct JobFeasibility {
     pub eligible_devices: usize,
     /// Trace devices.
     pub devices: usize,
+    /// Eligible check-ins per hour, over the trace's block (the job's supply when no other
+    /// job competes for it).
+    pub eligible_per_hour: f64,
     /// Devices a round requests (target × over-commit).
     pub demand: u32,
     /// Results a round needs to succeed.
@@ -73,10 +76,11 @@ impl JobFeasibility {
             .fastest_task_s
             .map_or("-".into(), |t| format!("{t:.2} s"));
         format!(
-            "{} of {} devices eligible (requests {}, needs {} results); at most {} check in \
-             within its {} s deadline; fastest task {fastest}",
+            "{} of {} devices eligible, {:.0} eligible check-ins an hour (requests {}, needs {} \
+             results); at most {} check in within its {} s deadline; fastest task {fastest}",
             self.eligible_devices,
             self.devices,
+            self.eligible_per_hour,
             self.demand,
             self.needed,
             self.peak_in_deadline,
@@ -121,6 +125,7 @@ pub fn feasibility(input: &SimInput, cfg: &SimConfig) -> Vec<JobFeasibility> {
             JobFeasibility {
                 eligible_devices: eligible.len(),
                 devices: devices.len(),
+                eligible_per_hour: starts.len() as f64 / (cfg.window_s / 3600.0),
                 demand: job.row.demand,
                 needed,
                 peak_in_deadline: peak_within(&starts, job.row.deadline_s),
@@ -160,6 +165,7 @@ mod tests {
         let ok = JobFeasibility {
             eligible_devices: 50,
             devices: 80,
+            eligible_per_hour: 12.0,
             demand: 13,
             needed: 8,
             peak_in_deadline: 20,

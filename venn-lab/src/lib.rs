@@ -14,6 +14,8 @@
 //! the jobs' models really train on the devices that reported (see [`sim`]).
 //!
 //! ## Layout
+//! - [`commands`]: the command line as a library, one file per command
+//!   ([`commands::main_with`]: a program with its own FL tasks gets every subcommand).
 //! - [`config`]: the experiment TOML (`LabConfig`), with errors naming file and key.
 //! - [`run`]: one experiment under one policy ([`run_experiment`]).
 //! - [`results`]: per-job outcomes, the table, `tta.csv`, `summary.json`, `accuracy.png`.
@@ -37,6 +39,7 @@
 
 pub mod attack;
 pub mod by_model;
+pub mod commands;
 pub mod compare;
 pub mod config;
 pub mod gather;

@@ -17,7 +17,8 @@
 //! - [`commands`]: the command line as a library, one file per command
 //!   ([`commands::main_with`]: a program with its own FL tasks gets every subcommand).
 //! - [`config`]: the experiment TOML (`LabConfig`), with errors naming file and key.
-//! - [`run`]: one experiment under one policy ([`run_experiment`]).
+//! - [`run`]: one experiment under one policy ([`run_experiment`]); [`feasible`]: the
+//!   check before it starts that every job can get its devices and meet its deadline.
 //! - [`results`]: per-job outcomes, the table, `tta.csv`, `summary.json`, `accuracy.png`.
 //! - [`manager`]: the in-process manager every command starts ([`LocalManager`]).
 //! - [`load`]: the check-in load generator (`venn-lab load`).
@@ -42,6 +43,7 @@ pub mod by_model;
 pub mod commands;
 pub mod compare;
 pub mod config;
+pub mod feasible;
 pub mod gather;
 #[cfg(feature = "k8s")]
 pub mod k8s;

@@ -36,6 +36,9 @@ pub struct RunUi {
     pub progress: bool,
     /// Once the run ends, keep the manager (and its status page) serving until `cancel`.
     pub keep: bool,
+    /// Run jobs the feasibility check finds cannot work (`crate::feasible`); false
+    /// refuses the run before anything starts, naming them.
+    pub force: bool,
 }
 
 impl RunUi {
@@ -43,11 +46,13 @@ impl RunUi {
     pub const ATTENDED: RunUi = RunUi {
         progress: true,
         keep: false,
+        force: false,
     };
     /// Nothing shown (tests, scripts).
     pub const QUIET: RunUi = RunUi {
         progress: false,
         keep: false,
+        force: false,
     };
 }
 
@@ -66,6 +71,10 @@ pub async fn run_experiment(
 ) -> Result<LabResult, LabError> {
     let progress = ui.progress;
     std::fs::create_dir_all(out.join("jobs")).map_err(setup)?;
+    let d = &cfg.devices;
+    let traces = venn_traces::locate_traces(None).map_err(setup)?;
+    let profiles = population::from_traces(&traces.path, d.count).map_err(setup)?;
+    crate::feasible::check_live(cfg, &profiles, &registry, &data, progress, ui.force)?;
     let settings = Settings {
         policy: cfg.policy.clone(),
         seed: cfg.seed,
@@ -81,10 +90,7 @@ pub async fn run_experiment(
         eprintln!("status page: {base}/");
     }
 
-    let d = &cfg.devices;
-    let traces = venn_traces::locate_traces(None).map_err(setup)?;
     traces.announce();
-    let profiles = population::from_traces(&traces.path, d.count).map_err(setup)?;
     let availability = match &d.availability {
         AvailabilitySource::Always => Availability::AlwaysOnline,
         AvailabilitySource::Synthetic => Availability::synthetic(

@@ -537,3 +537,62 @@ eval_samples = 100
     assert_eq!(attempts, [2, 1], "round 0 was aborted once and retried");
     assert!(job.history.iter().all(|row| row.accuracy.is_finite()));
 }
+
+/// A live run whose jobs cannot work is refused before the manager starts, naming each
+/// job and why (issue 40: it once retried until `max_minutes`); `force` runs it anyway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_run_that_cannot_work_is_refused_before_it_starts() {
+    let toml = r#"
+name = "infeasible"
+policy = "venn"
+max_minutes = 1
+[devices]
+count = 8
+compress = 1000
+[[jobs]]
+name = "too-many"
+task = "resnet18-femnist"
+params = { width = 2, train = { max_steps = 1, batch_size = 10 } }
+rounds = 1
+target_participants = 20
+deadline_s = 30
+[[jobs]]
+name = "nobody"
+task = "resnet18-femnist"
+params = { width = 2, train = { max_steps = 1, batch_size = 10 } }
+rounds = 1
+target_participants = 2
+deadline_s = 30
+requirement = { min_os_version = 1000 }
+"#;
+    let cfg = LabConfig::parse(toml, Path::new("infeasible.toml")).unwrap();
+    let out = out_dir("infeasible");
+    let t = std::time::Instant::now();
+    let e = run_experiment(
+        &cfg,
+        &venn_core::PolicyRegistry::builtin(),
+        &out,
+        Arc::new(fixture(20, 12)),
+        registry(),
+        std::future::pending(),
+        venn_lab::RunUi::QUIET,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        t.elapsed().as_secs() < 10,
+        "refused up front: {:?}",
+        t.elapsed()
+    );
+    assert!(e.contains("2 job(s) cannot work"), "{e}");
+    assert!(
+        e.contains("job too-many: ") && e.contains("fewer than the 16 results"),
+        "{e}"
+    );
+    assert!(
+        e.contains("job nobody: no device meets its requirement"),
+        "{e}"
+    );
+    assert!(!out.join("manager.db").exists(), "nothing started");
+}

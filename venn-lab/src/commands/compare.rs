@@ -28,6 +28,10 @@ pub(super) struct Args {
     /// then `venn-lab summarize <out>` summarises them all.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1000))]
     first_seed: u64,
+    /// Run jobs the feasibility check finds cannot work; without it the comparison is
+    /// refused before anything starts, naming them.
+    #[arg(long)]
+    force: bool,
 }
 
 pub(super) async fn run(a: Args, lab: &Lab) -> anyhow::Result<()> {
@@ -45,7 +49,10 @@ pub(super) async fn run(a: Args, lab: &Lab) -> anyhow::Result<()> {
             data.clone(),
             lab.tasks.clone(),
             ctrl_c(),
-            RunUi::ATTENDED,
+            RunUi {
+                force: a.force,
+                ..RunUi::ATTENDED
+            },
         )
         .await?;
         Ok(r)

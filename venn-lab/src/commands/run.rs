@@ -22,6 +22,11 @@ pub(super) struct Args {
     /// the run, until Ctrl-C.
     #[arg(long)]
     keep: bool,
+    /// Run jobs the feasibility check finds cannot work (fewer eligible devices than a
+    /// round needs, or a deadline no eligible device can meet); without it the run is
+    /// refused before anything starts, naming them.
+    #[arg(long)]
+    force: bool,
 }
 
 pub(super) async fn run(a: Args, lab: &Lab) -> anyhow::Result<()> {
@@ -44,6 +49,7 @@ pub(super) async fn run(a: Args, lab: &Lab) -> anyhow::Result<()> {
         ctrl_c(),
         RunUi {
             keep: a.keep,
+            force: a.force,
             ..RunUi::ATTENDED
         },
     )

@@ -245,6 +245,15 @@ impl LabResult {
             .max()
             .unwrap_or(0)
             .max(20);
+        let evaluated = self
+            .jobs
+            .iter()
+            .any(|j| j.history.iter().any(|r| r.accuracy.is_finite()));
+        if !evaluated {
+            // A schedule-only run: what it has, no empty accuracy columns.
+            s.push_str(&self.schedule_table(w));
+            return s;
+        }
         let mut head = format!(
             "{:<w$} {:>8} {:>7} {:>9} {:>7}",
             "job", "JCT s", "rounds", "final acc", "last 3"
@@ -281,6 +290,43 @@ impl LabResult {
             let _ = write!(line, " {:>10}", format!("{} ({n})", f(*t)));
         }
         let _ = writeln!(s, "{line}");
+        if !self.avg_tta_s.is_empty() {
+            let _ = writeln!(
+                s,
+                "TTA X%: seconds from arrival to the first of {} evaluation(s) in a row at or \
+                 above X; the average is over the jobs that reached it (their count in \
+                 brackets); - : not reached",
+                self.tta_rule.consecutive
+            );
+        }
+        s
+    }
+
+    /// The table of a run without evaluations (`venn-lab sim --schedule-only`): per job its
+    /// JCT, rounds, aborted attempts, and the summed scheduling delay and response
+    /// collection of its rounds, all in seconds on the run's clock.
+    fn schedule_table(&self, w: usize) -> String {
+        let mut s = format!(
+            "{:<w$} {:>9} {:>7} {:>8} {:>12} {:>12}\n",
+            "job", "JCT s", "rounds", "aborted", "sched delay", "collection"
+        );
+        let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
+        for j in &self.jobs {
+            let sum =
+                |g: fn(&fl_job::runner::RoundRow) -> f64| j.history.iter().map(g).sum::<f64>();
+            let aborted: u32 = j.history.iter().map(|r| r.attempts.saturating_sub(1)).sum();
+            let _ = writeln!(
+                s,
+                "{:<w$} {:>9} {:>7} {:>8} {:>12.1} {:>12.1}",
+                j.name,
+                f(j.jct_s),
+                j.rounds,
+                aborted,
+                sum(|r| r.scheduling_delay_s),
+                sum(|r| r.response_collection_s),
+            );
+        }
+        let _ = writeln!(s, "{:<w$} {:>9}", "average", f(self.avg_jct_s));
         s
     }
 

@@ -203,7 +203,7 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
         }
         accuracy_png_with(
             &out.join("compare")
-                .join(format!("{}.png", safe_name(&jb.name))),
+                .join(format!("{}.png", crate::results::safe_name(&jb.name))),
             &format!("{} — {}", base.name, jb.name),
             axis,
             &series,
@@ -223,17 +223,4 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
         std::fs::write(out.join("compare.txt"), &text)?;
     }
     Ok(text)
-}
-
-/// `name` with every character but ASCII letters, digits, `-` and `_` replaced by `_`.
-pub(crate) fn safe_name(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }

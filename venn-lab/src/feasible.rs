@@ -9,7 +9,7 @@ use fl_job::task::Registry;
 use venn_core::{DataPartition, DeviceProfile};
 
 use crate::config::LabConfig;
-use crate::run::LabError;
+use crate::error::LabError;
 
 /// Every job's line (printed when `show`), and an error naming each job that cannot work
 /// unless `force`. Jobs whose task cannot state its work are checked for supply only.

@@ -262,7 +262,7 @@ fn write_csvs(out: &Path, outcomes: &[JobOutcome]) -> Result<(), GatherError> {
     };
     std::fs::create_dir_all(&dir).map_err(|e| err(&dir, e))?;
     for o in outcomes {
-        let p = crate::run::job_csv(out, &o.name);
+        let p = crate::results::job_csv(out, &o.name);
         let mut w = csv::Writer::from_path(&p).map_err(|e| err(&p, e.into()))?;
         for row in &o.history {
             w.serialize(row).map_err(|e| err(&p, e.into()))?;

@@ -16,6 +16,7 @@
 //! ## Layout
 //! - [`commands`]: the command line as a library, one file per command
 //!   ([`commands::main_with`]: a program with its own FL tasks gets every subcommand).
+//! - [`error`]: [`LabError`], why an experiment could not run.
 //! - [`config`]: the experiment TOML (`LabConfig`), with errors naming file and key.
 //! - [`run`]: one experiment under one policy ([`run_experiment`]); [`feasible`]: the
 //!   check before it starts that every job can get its devices and meet its deadline.
@@ -43,6 +44,7 @@ pub mod by_model;
 pub mod commands;
 pub mod compare;
 pub mod config;
+pub mod error;
 pub mod feasible;
 pub mod gather;
 #[cfg(feature = "k8s")]
@@ -58,7 +60,8 @@ pub mod sim;
 pub use config::{
     AvailabilitySource, ConfigError, DevicesConfig, LabConfig, LabJob, VirtualConfig,
 };
+pub use error::LabError;
 pub use manager::LocalManager;
 pub use results::{Clock, JobOutcome, LabResult};
-pub use run::{LabError, RunUi, run_experiment};
+pub use run::{RunUi, run_experiment};
 pub use sim::run_virtual;

@@ -166,7 +166,7 @@ pub struct LabResult {
     pub devices: AgentStats,
     /// The virtual-clock run's counters (`venn-lab sim` only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub simulation: Option<crate::sim::VirtualStats>,
+    pub simulation: Option<VirtualStats>,
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -433,6 +433,75 @@ pub(crate) fn paired(
 
 /// A finished job `name` arriving at 0, evaluated at `times` (on 2,000 samples) with
 /// `accs`, ending at the last time: the tests' building block for results.
+/// What the virtual-clock run adds to a [`LabResult`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct VirtualStats {
+    /// Training threads.
+    pub threads: usize,
+    /// Virtual hours from the start to the last event.
+    pub virtual_h: f64,
+    /// Wall seconds the engine took (scheduling only; training overlaps it).
+    pub engine_wall_s: f64,
+    /// Results that reached an open round.
+    pub results: u64,
+    /// Results that arrived after their round closed.
+    pub stragglers: u64,
+    /// Tasks lost because the device went offline first.
+    pub tasks_failed: u64,
+    /// Round attempts that succeeded.
+    pub rounds_succeeded: u64,
+    /// Aborted round attempts.
+    pub rounds_aborted: u64,
+    /// Samples trained, over all jobs (participants' local data).
+    pub samples_trained: u64,
+    /// Samples trained per wall second of the whole run.
+    pub samples_per_s: f64,
+    /// Thread-seconds in local training.
+    pub train_thread_s: f64,
+    /// Thread-seconds in evaluation.
+    pub eval_thread_s: f64,
+    /// Peak resident memory of the process, MiB (Linux; `None` elsewhere).
+    pub peak_rss_mib: Option<f64>,
+    /// Training per job, to hold against `fl-job bench` for the same model.
+    pub jobs: Vec<JobTrainStats>,
+}
+
+/// One job's training in a virtual-clock run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct JobTrainStats {
+    /// Job name.
+    pub name: String,
+    /// Task and its parameters (model and width).
+    pub task: String,
+    /// Local trainings.
+    pub trainings: u64,
+    /// Samples trained.
+    pub samples: u64,
+    /// Thread-seconds spent training them.
+    pub train_thread_s: f64,
+    /// `samples / train_thread_s`: one thread's training speed, as `fl-job bench` measures
+    /// it with one rayon thread.
+    pub samples_per_thread_s: f64,
+}
+
+/// Where job `name` appends its rounds in results folder `out`.
+pub(crate) fn job_csv(out: &Path, name: &str) -> std::path::PathBuf {
+    out.join("jobs").join(format!("{}.csv", safe_name(name)))
+}
+
+/// `name` with every character but ASCII letters, digits, `-` and `_` replaced by `_`.
+pub(crate) fn safe_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 pub(crate) fn finished_job(name: &str, times: &[f64], accs: &[f64]) -> JobOutcome {
     let history: Vec<RoundRow> = times

@@ -1,8 +1,9 @@
 //! Running one experiment under one policy.
 
 use crate::config::{AvailabilitySource, LabConfig};
+use crate::error::LabError;
 use crate::manager::LocalManager;
-use crate::results::{DataUsed, JobOutcome, LabResult};
+use crate::results::{DataUsed, JobOutcome, LabResult, job_csv};
 use datasets::Femnist;
 use device_agent::agent::{Agent, AgentConfig, AgentStats, Shard};
 use device_agent::availability::{Availability, SessionOptions};
@@ -13,17 +14,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use thiserror::Error;
 use venn_core::PolicyRegistry;
 use venn_manager::Settings;
-
-/// Why an experiment could not run.
-#[derive(Debug, Error)]
-pub enum LabError {
-    /// Setting something up failed.
-    #[error("{0}")]
-    Setup(String),
-}
 
 fn setup(e: impl std::fmt::Display) -> LabError {
     LabError::Setup(e.to_string())
@@ -237,12 +229,6 @@ pub async fn run_experiment(
     }
     local.stop().await;
     Ok(result)
-}
-
-/// Where job `name` appends its rounds.
-pub(crate) fn job_csv(out: &Path, name: &str) -> PathBuf {
-    out.join("jobs")
-        .join(format!("{}.csv", crate::compare::safe_name(name)))
 }
 
 /// [`job_csv`], emptied of a previous run's rows.

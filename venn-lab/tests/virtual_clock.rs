@@ -235,7 +235,10 @@ fn a_round_that_cannot_succeed_ends_its_job_after_max_attempts() {
     assert!(r.simulation.as_ref().unwrap().rounds_aborted >= 7);
     // A schedule-only table shows what the run has: no empty accuracy columns.
     let table = r.table();
-    assert!(table.contains("sched delay") && table.contains("aborted"), "{table}");
+    assert!(
+        table.contains("sched delay") && table.contains("aborted"),
+        "{table}"
+    );
     assert!(!table.contains("final acc"), "{table}");
 }
 

@@ -14,7 +14,7 @@ use venn_sim::engine::{DataPartition, DeviceTable, SimConfig, SimInput, SimJob};
 use venn_traces::{AvailabilityTrace, CheckInRow, DeviceCatalog, JobRow, SyntheticOptions};
 
 use crate::config::{AvailabilitySource, LabConfig};
-use crate::run::LabError;
+use crate::error::LabError;
 
 /// [`prepare`]'s result: the jobs' tasks (config order), the simulator's input and settings.
 pub type Prepared = (Vec<Arc<dyn FlTask>>, SimInput, SimConfig);

@@ -35,65 +35,17 @@ use device_agent::agent::AgentStats;
 use fl_job::runner::RoundRow;
 use fl_job::task::Registry;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::{Deserialize, Serialize};
 use venn_core::{PolicyRegistry, RoundOutcome};
 use venn_sim::engine::{AfterClose, RoundClose, SimError, SimHooks, TaskResult, feasibility};
 
 use crate::config::LabConfig;
+use crate::error::LabError;
+use crate::results::job_csv;
 use crate::results::{Clock, DataUsed, JobOutcome, LabResult};
-use crate::run::{LabError, job_csv};
 use training::{RoundWork, TrainJob, Trainer};
 
-/// What the virtual-clock run adds to a [`LabResult`].
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct VirtualStats {
-    /// Training threads.
-    pub threads: usize,
-    /// Virtual hours from the start to the last event.
-    pub virtual_h: f64,
-    /// Wall seconds the engine took (scheduling only; training overlaps it).
-    pub engine_wall_s: f64,
-    /// Results that reached an open round.
-    pub results: u64,
-    /// Results that arrived after their round closed.
-    pub stragglers: u64,
-    /// Tasks lost because the device went offline first.
-    pub tasks_failed: u64,
-    /// Round attempts that succeeded.
-    pub rounds_succeeded: u64,
-    /// Aborted round attempts.
-    pub rounds_aborted: u64,
-    /// Samples trained, over all jobs (participants' local data).
-    pub samples_trained: u64,
-    /// Samples trained per wall second of the whole run.
-    pub samples_per_s: f64,
-    /// Thread-seconds in local training.
-    pub train_thread_s: f64,
-    /// Thread-seconds in evaluation.
-    pub eval_thread_s: f64,
-    /// Peak resident memory of the process, MiB (Linux; `None` elsewhere).
-    pub peak_rss_mib: Option<f64>,
-    /// Training per job, to hold against `fl-job bench` for the same model.
-    pub jobs: Vec<JobTrainStats>,
-}
-
-/// One job's training in a virtual-clock run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct JobTrainStats {
-    /// Job name.
-    pub name: String,
-    /// Task and its parameters (model and width).
-    pub task: String,
-    /// Local trainings.
-    pub trainings: u64,
-    /// Samples trained.
-    pub samples: u64,
-    /// Thread-seconds spent training them.
-    pub train_thread_s: f64,
-    /// `samples / train_thread_s`: one thread's training speed, as `fl-job bench` measures
-    /// it with one rayon thread.
-    pub samples_per_thread_s: f64,
-}
+/// Kept with the other results (`results.rs`); re-exported here, where they are filled.
+pub use crate::results::{JobTrainStats, VirtualStats};
 
 /// The engine's hooks: collect each attempt's reporting devices, hand successful rounds
 /// to the trainer, and stop a job at its target accuracy.

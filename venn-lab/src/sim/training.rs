@@ -28,7 +28,7 @@ use fl_job::task::{FlTask, ServerState};
 use venn_core::DataPartition;
 use venn_core::rng::derive_seed;
 
-use crate::run::LabError;
+use crate::error::LabError;
 
 /// One successful round handed to the trainer by the engine.
 #[derive(Debug, Clone)]

@@ -9,8 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::data_kind::{DataKind, xdg_dir};
 use crate::error::LeafError;
-use crate::location::DataKind;
 
 /// The femnist files, as (path under `femnist/`, bytes).
 const FEMNIST: &[(&str, &[u8])] = &[
@@ -193,7 +193,7 @@ fn fingerprint(kind: DataKind) -> u64 {
 
 /// The user's cache directory: `$XDG_CACHE_HOME`, else `$HOME/.cache`, else the temp dir.
 fn cache_root() -> PathBuf {
-    crate::location::xdg_dir("XDG_CACHE_HOME", ".cache").unwrap_or_else(std::env::temp_dir)
+    xdg_dir("XDG_CACHE_HOME", ".cache").unwrap_or_else(std::env::temp_dir)
 }
 
 /// A directory holding the embedded files of `kind`: the source tree's copy when it is

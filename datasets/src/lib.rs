@@ -8,6 +8,7 @@
 //! Pixels are kept as the stored LEAF values `k/255` (1.0 = white background) in `u8`;
 //! the models see [`model_pixel`]`(k) = 1 − k/255` (background 0, ink 1).
 
+mod data_kind;
 #[cfg(feature = "download")]
 pub mod download;
 mod embedded;

@@ -115,14 +115,6 @@ impl AvailabilityTrace {
         AvailabilityTrace { rows }
     }
 
-    /// Loads either built-in form, by extension: `.json` (or `.json.gz`) is FedScale's
-    /// per-client form, anything else the Venn CSV. Other formats: [`TraceFormats`].
-    ///
-    /// [`TraceFormats`]: crate::formats::TraceFormats
-    pub fn load(path: &Path) -> Result<Self, InputError> {
-        crate::formats::TraceFormats::builtin().load(path)
-    }
-
     /// The rows, sorted by start.
     pub fn into_rows(self) -> Vec<CheckInRow> {
         self.rows

@@ -126,3 +126,13 @@ impl TraceFormats {
         Ok(AvailabilityTrace::from_rows(rows))
     }
 }
+
+// Kept here rather than in `availability.rs`, so that the trace type needs nothing from
+// the formats that read it (one-way imports).
+impl AvailabilityTrace {
+    /// Loads either built-in form, by extension: `.json` (or `.json.gz`) is FedScale's
+    /// per-client form, anything else the Venn CSV. Other formats: [`TraceFormats`].
+    pub fn load(path: &Path) -> Result<Self, InputError> {
+        TraceFormats::builtin().load(path)
+    }
+}

@@ -28,15 +28,14 @@ mod tasks;
 
 pub use extract::ApiJson;
 
-use crate::service::Manager;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use std::sync::Arc;
 use venn_api::paths;
 
-/// Shared state of the handlers.
-pub type AppState = Arc<Manager>;
+/// Shared state of the handlers (defined beside the manager, so the status page needs
+/// nothing from the API).
+pub use crate::service::AppState;
 
 /// The whole API.
 pub fn router(manager: AppState) -> Router {

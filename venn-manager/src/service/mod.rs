@@ -84,6 +84,9 @@ struct Inner {
     credential_jobs: HashMap<String, usize>,
 }
 
+/// The manager as the HTTP handlers (the API and the status page) share it.
+pub type AppState = Arc<Manager>;
+
 /// The live resource manager.
 pub struct Manager {
     inner: Mutex<Inner>,

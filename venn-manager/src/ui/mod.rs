@@ -12,7 +12,7 @@ pub mod chart;
 pub mod page;
 pub mod view;
 
-use crate::api::AppState;
+use crate::service::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::http::header;
@@ -24,7 +24,7 @@ const STYLE: &str = include_str!("assets/style.css");
 const SCRIPT: &str = include_str!("assets/live.js");
 const ICON: &str = include_str!("assets/icon.svg");
 
-/// The page's routes (merged into [`crate::api::router`]).
+/// The page's routes (merged into the API's router).
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(index))

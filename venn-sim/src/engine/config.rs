@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use venn_core::{FitRule, ManagerConfig, PolicyConfig, SupplyConfig};
 
-use super::admission::AdmissionSim;
+use super::admission_settings::AdmissionSim;
 use super::error::SimError;
 
 /// Settings of one run. Load from TOML with [`SimConfig::from_toml_file`];

@@ -81,6 +81,7 @@
 //! nothing. See `SIMULATOR.md` for measured throughput.
 
 pub mod admission;
+mod admission_settings;
 pub mod config;
 mod error;
 pub mod events;

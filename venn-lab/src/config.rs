@@ -60,7 +60,8 @@ pub enum AvailabilitySource {
     Always,
     /// venn-sim's synthetic diurnal trace.
     Synthetic,
-    /// A Venn-format availability CSV (or FedScale JSON) file.
+    /// A Venn-format availability CSV (or FedScale JSON) file; a relative path is relative
+    /// to the config file's folder.
     Trace(PathBuf),
 }
 
@@ -116,7 +117,8 @@ pub struct LabConfig {
     /// Stop everything after this many minutes.
     #[serde(default = "default_max_minutes")]
     pub max_minutes: f64,
-    /// FEMNIST directory (default: `VENN_DATA` or `../shared/data/femnist`).
+    /// FEMNIST directory (default: `VENN_DATA` or `../shared/data/femnist`); a relative
+    /// path is relative to the config file's folder.
     #[serde(default)]
     pub data: Option<PathBuf>,
     /// Accuracy thresholds reported as time-to-accuracy.
@@ -267,7 +269,26 @@ impl LabConfig {
             file: path.into(),
             source,
         })?;
-        Self::parse_with(&text, path, policies)
+        let mut cfg = Self::parse_with(&text, path, policies)?;
+        cfg.resolve_paths(path.parent().unwrap_or(Path::new("")));
+        Ok(cfg)
+    }
+
+    /// Makes the config's relative paths (`data`, an availability `trace` file) relative to
+    /// `dir`, the config file's folder, so that a config and its files move together and a
+    /// run finds them from any working directory.
+    pub fn resolve_paths(&mut self, dir: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        };
+        if let Some(d) = &mut self.data {
+            fix(d);
+        }
+        if let AvailabilitySource::Trace(p) = &mut self.devices.availability {
+            fix(p);
+        }
     }
 
     /// Parses and checks TOML text (`path` only names the source in errors; the policy

@@ -311,6 +311,27 @@ fn config_errors_name_the_file_and_key() {
     assert!(e.contains("jobs[0].statement"), "{e}");
 }
 
+/// Relative paths in a config file are relative to its folder, not to the working
+/// directory, so a config and its files move together.
+#[test]
+fn relative_paths_resolve_against_the_config_folder() {
+    let dir = out_dir("paths");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("exp.toml");
+    std::fs::write(
+        &file,
+        "name = \"x\"\ndata = \"femnist\"\n[devices]\ncount = 4\navailability = { trace = \"t.csv\" }\n\
+         [[jobs]]\nname = \"a\"\ntask = \"t\"\nrounds = 1\ntarget_participants = 1\ndeadline_s = 5\n",
+    )
+    .unwrap();
+    let cfg = LabConfig::load(&file).unwrap();
+    assert_eq!(cfg.data, Some(dir.join("femnist")));
+    assert_eq!(
+        cfg.devices.availability,
+        venn_lab::AvailabilitySource::Trace(dir.join("t.csv"))
+    );
+}
+
 #[test]
 fn the_policy_is_a_name_or_a_table_of_its_parameters() {
     let job = "[[jobs]]\nname = \"a\"\ntask = \"t\"\nrounds = 1\ntarget_participants = 1\ndeadline_s = 5\n";

@@ -152,23 +152,63 @@ pub fn run_virtual(
     out: &Path,
     opts: VirtualOptions<'_>,
 ) -> Result<LabResult, LabError> {
-    let VirtualOptions {
-        policies,
-        tasks,
-        data,
-        traces,
-        cancel,
-        progress,
-        train,
-        force,
-        show_feasibility,
-    } = opts;
-    let setup = LabError::Setup;
     let t0 = Instant::now();
     std::fs::create_dir_all(out.join("jobs"))
-        .map_err(|e| setup(format!("{}: {e}", out.display())))?;
+        .map_err(|e| LabError::Setup(format!("{}: {e}", out.display())))?;
+    refuse_unsupported(cfg)?;
+    let data = opts.data.clone();
+    let (tasks, sim_input, sim_cfg) = input::prepare(cfg, opts.tasks, &data, &opts.traces.path)?;
+    check_feasible(cfg, &sim_input, &sim_cfg, opts.show_feasibility, opts.force)?;
+    let jobs = cfg
+        .jobs
+        .iter()
+        .zip(tasks)
+        .map(|(lj, task)| TrainJob {
+            task,
+            seed: lj.job.seed,
+            test: data.eval_set(lj.job.eval_samples, lj.job.eval_seed),
+        })
+        .collect();
+    let data_used = DataUsed::new(&data, Some(opts.traces));
+    let trainer = if opts.train {
+        Some(Trainer::new(
+            jobs,
+            data,
+            cfg.devices.writers_per_device,
+            cfg.sim.threads,
+        )?)
+    } else {
+        None
+    };
+    let schedule = simulate(cfg, &sim_input, &sim_cfg, opts.policies, trainer.as_ref())?;
+    let threads = trainer.as_ref().map_or(0, Trainer::threads);
+    let (trained, stopped_early) = train(cfg, trainer, &schedule, &opts, t0);
+    let wall_s = t0.elapsed().as_secs_f64();
+    let (outcomes, devices, mut stats) = collect(cfg, out, &schedule, trained)?;
+    stats.threads = threads;
+    stats.samples_per_s = stats.samples_trained as f64 / wall_s.max(1e-9);
+    stats.peak_rss_mib = peak_rss_mib();
+    let mut result = LabResult::new(
+        cfg,
+        cfg.policy.name(),
+        outcomes,
+        devices,
+        wall_s,
+        stopped_early,
+    );
+    result.clock = Clock::Virtual;
+    result.data = data_used;
+    result.simulation = Some(stats);
+    result
+        .write(out)
+        .map_err(|e| LabError::Setup(format!("{}: {e}", out.display())))?;
+    Ok(result)
+}
+
+/// Refuses what the virtual clock cannot run, and warns of what it ignores.
+fn refuse_unsupported(cfg: &LabConfig) -> Result<(), LabError> {
     if cfg.admission.is_some() {
-        return Err(setup(
+        return Err(LabError::Setup(
             "[admission]: venn-lab sim does not run admission control; remove the table, or \
              study admission with venn-sim --config scripts/sim/admission.toml"
                 .into(),
@@ -180,32 +220,31 @@ pub fn run_virtual(
             "devices.drop_fraction does not apply on the virtual clock: devices drop off when their traced session ends"
         );
     }
-    let (tasks, sim_input, sim_cfg) = input::prepare(cfg, tasks, &data, &traces.path)?;
-    check_feasible(cfg, &sim_input, &sim_cfg, show_feasibility, force)?;
-    let jobs = cfg
-        .jobs
-        .iter()
-        .zip(tasks)
-        .map(|(lj, task)| TrainJob {
-            task,
-            seed: lj.job.seed,
-            test: data.eval_set(lj.job.eval_samples, lj.job.eval_seed),
-        })
-        .collect();
-    let data_used = DataUsed::new(&data, Some(traces));
-    let trainer = if train {
-        Some(Trainer::new(
-            jobs,
-            data,
-            cfg.devices.writers_per_device,
-            cfg.sim.threads,
-        )?)
-    } else {
-        None
-    };
+    Ok(())
+}
+
+/// What the engine decided: its result, each job's successful rounds as scheduled, why a
+/// job gave up, and the engine's wall time.
+struct Schedule {
+    sim: venn_sim::engine::SimResult,
+    rows: Vec<Vec<RoundRow>>,
+    gave_up: Vec<Option<String>>,
+    engine_wall_s: f64,
+    /// Virtual seconds from the start to the end of the simulation.
+    virtual_end: f64,
+}
+
+/// Runs the engine over the whole horizon, handing each successful round to `trainer`.
+fn simulate(
+    cfg: &LabConfig,
+    input: &venn_sim::engine::SimInput,
+    sim_cfg: &venn_sim::engine::SimConfig,
+    policies: &PolicyRegistry,
+    trainer: Option<&Trainer>,
+) -> Result<Schedule, LabError> {
     let n = cfg.jobs.len();
     let mut hooks = LabHooks {
-        trainer: trainer.as_ref(),
+        trainer,
         rows: vec![Vec::new(); n],
         start_s: cfg.devices.start_s,
         pending: vec![Vec::new(); n],
@@ -215,21 +254,36 @@ pub fn run_virtual(
         gave_up: vec![None; n],
     };
     let engine_t = Instant::now();
-    let sim =
-        venn_sim::engine::run_with_hooks(&sim_input, &sim_cfg, policies, &mut hooks, |_, _| {})
-            .map_err(|e| setup(format!("simulation: {e}")))?;
+    let sim = venn_sim::engine::run_with_hooks(input, sim_cfg, policies, &mut hooks, |_, _| {})
+        .map_err(|e| LabError::Setup(format!("simulation: {e}")))?;
     let engine_wall_s = engine_t.elapsed().as_secs_f64();
-    let scheduled = std::mem::take(&mut hooks.rows);
-    let gave_up = std::mem::take(&mut hooks.gave_up);
-    drop(hooks);
     let virtual_end = (sim.summary.end_time_s - cfg.devices.start_s).max(0.0);
     tracing::info!(
         engine_wall_s,
         virtual_h = virtual_end / 3600.0,
         "schedule simulated; training"
     );
+    Ok(Schedule {
+        sim,
+        rows: hooks.rows,
+        gave_up: hooks.gave_up,
+        engine_wall_s,
+        virtual_end,
+    })
+}
 
-    let bar = progress.then(|| {
+/// Waits for the trainer (with a progress bar over virtual hours when asked), stopping it
+/// on `cancel` or after `max_minutes`; each job's training and why it stopped early. A
+/// schedule-only run (no trainer) gets its scheduled rows back, unevaluated.
+fn train(
+    cfg: &LabConfig,
+    trainer: Option<Trainer>,
+    schedule: &Schedule,
+    opts: &VirtualOptions<'_>,
+    t0: Instant,
+) -> (Vec<training::JobTraining>, Option<String>) {
+    let virtual_end = schedule.virtual_end;
+    let bar = opts.progress.then(|| {
         let b = ProgressBar::new((virtual_end / 3600.0).ceil().max(1.0) as u64);
         b.set_style(
             ProgressStyle::with_template(
@@ -242,11 +296,10 @@ pub fn run_virtual(
     });
     let limit = Duration::from_secs_f64(cfg.max_minutes * 60.0);
     let mut stopped_early: Option<String> = None;
-    let threads = trainer.as_ref().map_or(0, Trainer::threads);
     let trained = match trainer {
         Some(trainer) => trainer.finish(|t| {
             if stopped_early.is_none() {
-                if cancel.load(Ordering::SeqCst) {
+                if opts.cancel.load(Ordering::SeqCst) {
                     stopped_early = Some("cancelled".into());
                     t.cancel();
                 } else if t0.elapsed() > limit {
@@ -264,10 +317,11 @@ pub fn run_virtual(
                 ));
             }
         }),
-        None => scheduled
-            .into_iter()
+        None => schedule
+            .rows
+            .iter()
             .map(|rows| training::JobTraining {
-                rows,
+                rows: rows.clone(),
                 ..Default::default()
             })
             .collect(),
@@ -277,16 +331,25 @@ pub fn run_virtual(
     }
     // A schedule-only run has no trainer to notice the flag: a Ctrl-C during it still
     // marks it, so a loop over seeds and policies stops after it.
-    if stopped_early.is_none() && cancel.load(Ordering::SeqCst) {
+    if stopped_early.is_none() && opts.cancel.load(Ordering::SeqCst) {
         stopped_early = Some("cancelled".into());
     }
-    let wall_s = t0.elapsed().as_secs_f64();
+    (trained, stopped_early)
+}
 
-    let mut outcomes = Vec::with_capacity(n);
+/// Writes each job's CSV and gathers the outcomes, the device counters and the run's
+/// statistics (threads, speed and memory are the caller's to fill in).
+fn collect(
+    cfg: &LabConfig,
+    out: &Path,
+    schedule: &Schedule,
+    trained: Vec<training::JobTraining>,
+) -> Result<(Vec<JobOutcome>, AgentStats, VirtualStats), LabError> {
+    let sim = &schedule.sim;
+    let mut outcomes = Vec::with_capacity(cfg.jobs.len());
     let mut stats = VirtualStats {
-        threads,
-        virtual_h: virtual_end / 3600.0,
-        engine_wall_s,
+        virtual_h: schedule.virtual_end / 3600.0,
+        engine_wall_s: schedule.engine_wall_s,
         results: sim.summary.results,
         stragglers: sim.summary.stragglers,
         tasks_failed: sim.summary.tasks_failed,
@@ -307,7 +370,6 @@ pub fn run_virtual(
         stats.samples_trained += t.samples;
         stats.train_thread_s += t.train_s;
         stats.eval_thread_s += t.eval_s;
-        devices.trainings += t.trainings;
         stats.jobs.push(JobTrainStats {
             name: lj.job.name.clone(),
             task: format!("{} {}", lj.job.task, lj.job.params),
@@ -316,6 +378,7 @@ pub fn run_virtual(
             train_thread_s: t.train_s,
             samples_per_thread_s: t.samples as f64 / t.train_s.max(1e-9),
         });
+        devices.trainings += t.trainings;
         devices.samples_trained += t.samples;
         devices.training_seconds += t.train_s;
         devices.updates_uploaded += t
@@ -326,7 +389,7 @@ pub fn run_virtual(
         let complete = rec.finish_s.is_some() && t.error.is_none();
         let error = match (&t.error, rec.finish_s) {
             (Some(e), _) => Some(e.clone()),
-            (None, None) if gave_up[i].is_some() => gave_up[i].clone(),
+            (None, None) if schedule.gave_up[i].is_some() => schedule.gave_up[i].clone(),
             (None, None) => Some(format!(
                 "unfinished: {} of {} rounds by the {:.0} h horizon",
                 rec.rounds, rec.rounds_target, cfg.sim.horizon_h
@@ -345,23 +408,7 @@ pub fn run_virtual(
             error,
         });
     }
-    stats.samples_per_s = stats.samples_trained as f64 / wall_s.max(1e-9);
-    stats.peak_rss_mib = peak_rss_mib();
-    let mut result = LabResult::new(
-        cfg,
-        cfg.policy.name(),
-        outcomes,
-        devices,
-        wall_s,
-        stopped_early,
-    );
-    result.clock = Clock::Virtual;
-    result.data = data_used;
-    result.simulation = Some(stats);
-    result
-        .write(out)
-        .map_err(|e| setup(format!("{}: {e}", out.display())))?;
-    Ok(result)
+    Ok((outcomes, devices, stats))
 }
 
 /// Every job's supply and speed against what its rounds need (printed when `show`), and

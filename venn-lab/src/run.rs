@@ -83,68 +83,10 @@ pub async fn run_experiment(
     }
 
     traces.announce();
-    let availability = match &d.availability {
-        AvailabilitySource::Always => Availability::AlwaysOnline,
-        AvailabilitySource::Synthetic => Availability::synthetic(
-            d.count,
-            venn_traces::SyntheticOptions::default(),
-            SessionOptions::default(),
-        )
-        .map_err(setup)?,
-        AvailabilitySource::Trace(p) => {
-            Availability::from_trace_file(p, d.count, SessionOptions::default()).map_err(setup)?
-        }
-    };
-    let mut acfg = AgentConfig::new(base.clone(), profiles, data.clone());
-    acfg.availability = Arc::new(availability);
-    acfg.compress = d.compress;
-    acfg.start_s = d.start_s;
-    acfg.writers_per_device = d.writers_per_device;
-    acfg.drop_fraction = d.drop_fraction;
-    acfg.seed = cfg.seed;
-    // One agent per shard, as on that many hosts; together they train as many devices
-    // at once as one agent with `workers` would.
-    let workers = if d.workers == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        d.workers
-    };
-    acfg.workers = workers.div_ceil(d.shards);
-    let (stop_agents_tx, _) = tokio::sync::watch::channel(());
-    let mut agents = Vec::new();
-    for k in 0..d.shards {
-        let mut shard = acfg.clone();
-        shard.shard = Shard::new(k, d.shards).map_err(setup)?;
-        let agent = Agent::new(shard, registry.clone()).map_err(setup)?;
-        let mut stop = stop_agents_tx.subscribe();
-        agents.push(tokio::spawn(agent.run(async move {
-            let _ = stop.changed().await;
-        })));
-    }
+    let (stop_agents_tx, agents) = start_agents(cfg, &base, profiles, &data, &registry)?;
 
     let t0 = Instant::now();
-    let mut jobs = tokio::task::JoinSet::new();
-    for lj in &cfg.jobs {
-        let task = registry
-            .build(&lj.job.task, &lj.job.params)
-            .map_err(|e| setup(format!("job {}: {e}", lj.job.name)))?;
-        let test = Arc::new(data.eval_set(lj.job.eval_samples, lj.job.eval_seed));
-        let opts = RunOptions {
-            manager: base.clone(),
-            listen: "127.0.0.1:0".parse().expect("literal"),
-            csv: Some(fresh_job_csv(out, &lj.job.name)),
-            t0,
-            operator_token: None,
-            advertise: None,
-            linger: None,
-        };
-        let (job, arrival) = (lj.job.clone(), lj.arrival_s);
-        jobs.spawn(async move {
-            tokio::time::sleep(Duration::from_secs_f64(arrival)).await;
-            let name = job.name.clone();
-            (name, run_job(job, task, test, opts).await)
-        });
-    }
+    let mut jobs = spawn_jobs(cfg, &registry, &data, &base, out, t0)?;
     let bar = progress.then(|| {
         let b = ProgressBar::new(cfg.jobs.len() as u64);
         b.set_style(
@@ -230,6 +172,101 @@ pub async fn run_experiment(
     local.stop().await;
     Ok(result)
 }
+
+/// The emulated device population, one agent per shard (as on that many hosts), checking
+/// in at `base`; the sender that stops them and their tasks, which end with their counters.
+fn start_agents(
+    cfg: &LabConfig,
+    base: &str,
+    profiles: Vec<venn_core::DeviceProfile>,
+    data: &Arc<Femnist>,
+    registry: &Registry,
+) -> Result<Agents, LabError> {
+    let d = &cfg.devices;
+    let availability = match &d.availability {
+        AvailabilitySource::Always => Availability::AlwaysOnline,
+        AvailabilitySource::Synthetic => Availability::synthetic(
+            d.count,
+            venn_traces::SyntheticOptions::default(),
+            SessionOptions::default(),
+        )
+        .map_err(setup)?,
+        AvailabilitySource::Trace(p) => {
+            Availability::from_trace_file(p, d.count, SessionOptions::default()).map_err(setup)?
+        }
+    };
+    let mut acfg = AgentConfig::new(base.to_string(), profiles, data.clone());
+    acfg.availability = Arc::new(availability);
+    acfg.compress = d.compress;
+    acfg.start_s = d.start_s;
+    acfg.writers_per_device = d.writers_per_device;
+    acfg.drop_fraction = d.drop_fraction;
+    acfg.seed = cfg.seed;
+    // One agent per shard, as on that many hosts; together they train as many devices
+    // at once as one agent with `workers` would.
+    let workers = if d.workers == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        d.workers
+    };
+    acfg.workers = workers.div_ceil(d.shards);
+    let (stop_agents_tx, _) = tokio::sync::watch::channel(());
+    let mut agents = Vec::new();
+    for k in 0..d.shards {
+        let mut shard = acfg.clone();
+        shard.shard = Shard::new(k, d.shards).map_err(setup)?;
+        let agent = Agent::new(shard, registry.clone()).map_err(setup)?;
+        let mut stop = stop_agents_tx.subscribe();
+        agents.push(tokio::spawn(agent.run(async move {
+            let _ = stop.changed().await;
+        })));
+    }
+    Ok((stop_agents_tx, agents))
+}
+
+/// Every job's runner, each starting at its arrival (seconds after `t0`) against the
+/// manager at `base`, appending its rounds to its CSV in `out`.
+fn spawn_jobs(
+    cfg: &LabConfig,
+    registry: &Registry,
+    data: &Femnist,
+    base: &str,
+    out: &Path,
+    t0: Instant,
+) -> Result<JobSet, LabError> {
+    let mut jobs = tokio::task::JoinSet::new();
+    for lj in &cfg.jobs {
+        let task = registry
+            .build(&lj.job.task, &lj.job.params)
+            .map_err(|e| setup(format!("job {}: {e}", lj.job.name)))?;
+        let test = Arc::new(data.eval_set(lj.job.eval_samples, lj.job.eval_seed));
+        let opts = RunOptions {
+            manager: base.to_string(),
+            listen: "127.0.0.1:0".parse().expect("literal"),
+            csv: Some(fresh_job_csv(out, &lj.job.name)),
+            t0,
+            operator_token: None,
+            advertise: None,
+            linger: None,
+        };
+        let (job, arrival) = (lj.job.clone(), lj.arrival_s);
+        jobs.spawn(async move {
+            tokio::time::sleep(Duration::from_secs_f64(arrival)).await;
+            let name = job.name.clone();
+            (name, run_job(job, task, test, opts).await)
+        });
+    }
+    Ok(jobs)
+}
+
+/// The device agents' stop signal and their tasks, which end with their counters.
+type Agents = (
+    tokio::sync::watch::Sender<()>,
+    Vec<tokio::task::JoinHandle<AgentStats>>,
+);
+
+/// The running jobs: each ends with its name and its report (or why it failed).
+type JobSet = tokio::task::JoinSet<(String, Result<fl_job::runner::JobReport, fl_job::FlError>)>;
 
 /// [`job_csv`], emptied of a previous run's rows.
 fn fresh_job_csv(out: &Path, name: &str) -> PathBuf {

@@ -70,8 +70,12 @@
 //!
 //! - **Hooks** ([`hooks`]): a driver may add work at every dispatch, returned result,
 //!   round close and admission decision — `venn-lab sim` trains real models there,
-//!   the differential test records them — and may end a job after a successful round.
-//!   The JCT-only simulator runs with [`NoHooks`].
+//!   the differential test records them — and may end a job after a successful round,
+//!   or drop it unfinished after an abort ([`AfterClose::GiveUp`], `venn-lab sim` at a
+//!   job's `max_attempts`). The JCT-only simulator runs with [`NoHooks`].
+//! - **Feasibility** ([`feasibility`]): before a run, per job, its eligible devices and
+//!   check-ins within one deadline against what a round needs, and its fastest eligible
+//!   task against the deadline — what a driver checks to refuse a job that cannot work.
 //!
 //! # Performance
 //!

@@ -182,7 +182,7 @@ mod tests {
 }
 
 /// The mechanism on its own, without the device scheduler: jobs arrive over slots,
-/// state their work to an [`AdmissionController`], and — once launched — run at exactly
+/// state their work to an [`AdmissionController`](venn_core::admission::AdmissionController), and — once launched — run at exactly
 /// their stated rate (one round per `round_s`) for their *real* number of rounds, drawn
 /// from their true distribution; realised capacity is the forecast with ±10 % noise per
 /// slot. Here the true distribution really is the job's length distribution, which the

@@ -1,5 +1,5 @@
 //! The `[admission]` part of a run: statements of work for the trace's jobs, the
-//! posted-price [`AdmissionController`] from `venn-core`, its slot clock and capacity
+//! posted-price [`AdmissionController`](venn_core::admission::AdmissionController) from `venn-core`, its slot clock and capacity
 //! forecast, and the welfare figures it produces.
 //!
 //! Each job gets a statement built from its trace row with a seeded generator that

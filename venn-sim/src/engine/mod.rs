@@ -73,7 +73,7 @@
 //!   the differential test records them — and may end a job after a successful round,
 //!   or drop it unfinished after an abort ([`AfterClose::GiveUp`], `venn-lab sim` at a
 //!   job's `max_attempts`). The JCT-only simulator runs with [`NoHooks`].
-//! - **Feasibility** ([`feasibility`]): before a run, per job, its eligible devices and
+//! - **Feasibility** ([`feasibility`](mod@feasibility)): before a run, per job, its eligible devices and
 //!   check-ins within one deadline against what a round needs, and its fastest eligible
 //!   task against the deadline — what a driver checks to refuse a job that cannot work.
 //!

@@ -1,6 +1,6 @@
 //! The `[admission]` part of a run: statements of work for the trace's jobs, the
-//! posted-price [`AdmissionController`](venn_core::admission::AdmissionController) from `venn-core`, its slot clock and capacity
-//! forecast, and the welfare figures it produces.
+//! posted-price [`AdmissionController`](venn_core::admission::AdmissionController) from
+//! `venn-core`, its slot clock and capacity forecast, and the welfare figures it produces.
 //!
 //! Each job gets a statement built from its trace row with a seeded generator that
 //! depends only on the run's seed and the job, so every policy and every misreport sees

@@ -184,8 +184,8 @@ mod tests {
 /// The mechanism on its own, without the device scheduler: jobs arrive over slots,
 /// state their work to an
 /// [`AdmissionController`](venn_core::admission::AdmissionController), and — once
-/// launched — run at exactly their stated rate (one round per `round_s`) for their *real* number of rounds, drawn
-/// from their true distribution; realised capacity is the forecast with ±10 % noise per
+/// launched — run at exactly their stated rate (one round per `round_s`) for their
+/// *real* number of rounds, drawn from their true distribution; realised capacity is the forecast with ±10 % noise per
 /// slot. Here the true distribution really is the job's length distribution, which the
 /// full engine can only approximate (there a job's speed emerges from the scheduler).
 pub mod slot_model {

@@ -186,8 +186,9 @@ mod tests {
 /// [`AdmissionController`](venn_core::admission::AdmissionController), and — once
 /// launched — run at exactly their stated rate (one round per `round_s`) for their
 /// *real* number of rounds, drawn from their true distribution; realised capacity is
-/// the forecast with ±10 % noise per slot. Here the true distribution really is the job's length distribution, which the
-/// full engine can only approximate (there a job's speed emerges from the scheduler).
+/// the forecast with ±10 % noise per slot. Here the true distribution really is the
+/// job's length distribution, which the full engine can only approximate (there a job's
+/// speed emerges from the scheduler).
 pub mod slot_model {
     use venn_core::admission::{
         Admission, AdmissionController, AdmissionParams, CapacityForecast, RoundsDist,

@@ -100,6 +100,23 @@ fn always() -> AvailabilitySource {
     AvailabilitySource::Always
 }
 
+impl DevicesConfig {
+    /// Which of `data`'s train writers each device owns ([`partition`]).
+    pub fn partition(&self, data: &datasets::Femnist) -> venn_core::DataPartition {
+        partition(data, self.writers_per_device)
+    }
+}
+
+/// Which of `data`'s train writers each device owns (device `d`: writers `(d × W + k) mod
+/// n`, `k < W`, `W = writers_per_device`), as the devices, the simulator and the
+/// feasibility checks all see it.
+pub fn partition(data: &datasets::Femnist, writers_per_device: usize) -> venn_core::DataPartition {
+    venn_core::DataPartition {
+        writer_samples: data.train.iter().map(|w| w.len() as u64).collect(),
+        writers_per_device,
+    }
+}
+
 /// A whole experiment.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,18 +1,48 @@
-//! The live run's feasibility check, before the manager starts: per job, the emulated
-//! devices its requirement admits against the results a round needs, and its fastest
-//! eligible device's task (in wall seconds, after `devices.compress`) against its
-//! deadline. The virtual clock's check, which also weighs when devices are online, is
-//! `venn_sim::engine::feasibility`.
+//! The feasibility check before a run starts, live or on the virtual clock: every job's
+//! line, and a refusal naming each job that cannot work. The rule for one job is
+//! `venn_sim::engine::JobFeasibility::problem`, the same for both; what differs is what is
+//! known. On the virtual clock the trace says when devices are online
+//! (`venn_sim::engine::feasibility`); live ([`check_live`]), the emulated population is
+//! weighed by eligibility and speed only, each task's time in wall seconds after
+//! `devices.compress`.
 
 use datasets::Femnist;
 use fl_job::task::Registry;
-use venn_core::{DataPartition, DeviceProfile};
+use venn_core::DeviceProfile;
+use venn_sim::engine::JobFeasibility;
 
 use crate::config::LabConfig;
 use crate::error::LabError;
 
-/// Every job's line (printed when `show`), and an error naming each job that cannot work
-/// unless `force`. Jobs whose task cannot state its work are checked for supply only.
+/// Prints each job's line when `show`; unless `force`, an error naming every job whose
+/// figures say it cannot work.
+pub fn judge(
+    jobs: impl IntoIterator<Item = (String, JobFeasibility)>,
+    show: bool,
+    force: bool,
+) -> Result<(), LabError> {
+    let mut refused = Vec::new();
+    for (name, f) in jobs {
+        if show {
+            eprintln!("job {name}: {}", f.line());
+        }
+        if let Some(why) = f.problem() {
+            refused.push(format!("job {name}: {why}"));
+        }
+    }
+    if refused.is_empty() || force {
+        return Ok(());
+    }
+    Err(LabError::Setup(format!(
+        "{} job(s) cannot work (--force runs them anyway):\n  {}",
+        refused.len(),
+        refused.join("\n  ")
+    )))
+}
+
+/// The live check over the emulated population `profiles` (device `d` owning its writers
+/// of `data` as the agents assign them). Jobs whose task cannot state its work are checked
+/// for supply only.
 pub fn check_live(
     cfg: &LabConfig,
     profiles: &[DeviceProfile],
@@ -21,17 +51,14 @@ pub fn check_live(
     show: bool,
     force: bool,
 ) -> Result<(), LabError> {
-    let partition = DataPartition {
-        writer_samples: data.train.iter().map(|w| w.len() as u64).collect(),
-        writers_per_device: cfg.devices.writers_per_device,
-    };
-    let mut refused = Vec::new();
+    let partition = cfg.devices.partition(data);
+    let mut jobs = Vec::with_capacity(cfg.jobs.len());
     for (i, lj) in cfg.jobs.iter().enumerate() {
         let j = &lj.job;
-        let task = tasks
+        let work = tasks
             .build(&j.task, &j.params)
-            .map_err(|e| LabError::Setup(format!("jobs[{i}] ({}): {e}", j.name)))?;
-        let work = task.work();
+            .map_err(|e| LabError::Setup(format!("jobs[{i}] ({}): {e}", j.name)))?
+            .work();
         let mut eligible = 0usize;
         let mut fastest: Option<f64> = None;
         for (d, p) in profiles.iter().enumerate() {
@@ -45,44 +72,17 @@ pub fn check_live(
                 fastest = Some(fastest.map_or(wall, |f: f64| f.min(wall)));
             }
         }
-        let fastest_text = fastest.map_or("unknown".into(), |t| format!("{t:.2} s"));
-        if show {
-            eprintln!(
-                "job {}: {eligible} of {} devices eligible (requests {}, needs {} results); \
-                 fastest task {fastest_text} against its {} s deadline",
-                j.name,
-                profiles.len(),
-                j.demand(),
-                j.needed(),
-                j.deadline_s
-            );
-        }
-        let why = if eligible == 0 {
-            Some("no device meets its requirement".to_string())
-        } else if eligible < j.needed() as usize {
-            Some(format!(
-                "{eligible} eligible devices, fewer than the {} results a round needs",
-                j.needed()
-            ))
-        } else {
-            fastest.filter(|t| *t > j.deadline_s).map(|t| {
-                format!(
-                    "its fastest eligible device needs {t:.2} s for a task, longer than the {} s \
-                     deadline",
-                    j.deadline_s
-                )
-            })
+        let f = JobFeasibility {
+            eligible_devices: eligible,
+            devices: profiles.len(),
+            eligible_per_hour: None,
+            demand: j.demand(),
+            needed: j.needed(),
+            peak_in_deadline: None,
+            fastest_task_s: fastest,
+            deadline_s: j.deadline_s,
         };
-        if let Some(why) = why {
-            refused.push(format!("job {}: {why}", j.name));
-        }
+        jobs.push((j.name.clone(), f));
     }
-    if refused.is_empty() || force {
-        return Ok(());
-    }
-    Err(LabError::Setup(format!(
-        "{} job(s) cannot work (--force runs them anyway):\n  {}",
-        refused.len(),
-        refused.join("\n  ")
-    )))
+    judge(jobs, show, force)
 }

@@ -258,7 +258,8 @@ fn devices_reports_each_jobs_supply() {
     for (j, x) in cfg.jobs.iter().zip(f(&cfg)) {
         assert!(x.problem().is_none(), "{}: {}", j.job.name, x.line());
         assert!(x.eligible_devices <= x.devices && x.eligible_devices > 0);
-        assert!(x.eligible_per_hour > 0.0 && x.peak_in_deadline >= x.needed as usize);
+        assert!(x.eligible_per_hour.unwrap() > 0.0);
+        assert!(x.peak_in_deadline.unwrap() >= x.needed as usize);
         assert_eq!(x.demand, j.job.demand());
     }
     cfg.jobs[0].job.requirement.min_mem_score = 1001.0;

@@ -39,11 +39,7 @@ pub fn prepare(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let work: Vec<Option<TaskWork>> = built.iter().map(|t| t.work()).collect();
-    let partition = DataPartition {
-        writer_samples: data.train.iter().map(|w| w.len() as u64).collect(),
-        writers_per_device: cfg.devices.writers_per_device,
-    };
-    let input = sim_input(cfg, traces_dir, &work, partition)?;
+    let input = sim_input(cfg, traces_dir, &work, cfg.devices.partition(data))?;
     Ok((built, input, sim_config(cfg)))
 }
 

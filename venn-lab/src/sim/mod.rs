@@ -411,8 +411,8 @@ fn collect(
     Ok((outcomes, devices, stats))
 }
 
-/// Every job's supply and speed against what its rounds need (printed when `show`), and
-/// an error naming each job that cannot work unless `force`.
+/// Every job's figures on the virtual clock, judged as every run judges them
+/// ([`crate::feasible::judge`]).
 fn check_feasible(
     cfg: &LabConfig,
     input: &venn_sim::engine::SimInput,
@@ -420,24 +420,8 @@ fn check_feasible(
     show: bool,
     force: bool,
 ) -> Result<(), LabError> {
-    let mut refused = Vec::new();
-    for (lj, f) in cfg.jobs.iter().zip(feasibility(input, sim_cfg)) {
-        let name = &lj.job.name;
-        if show {
-            eprintln!("job {name}: {}", f.line());
-        }
-        if let Some(why) = f.problem() {
-            refused.push(format!("job {name}: {why}"));
-        }
-    }
-    if refused.is_empty() || force {
-        return Ok(());
-    }
-    Err(LabError::Setup(format!(
-        "{} job(s) cannot work (--force runs them anyway):\n  {}",
-        refused.len(),
-        refused.join("\n  ")
-    )))
+    let names = cfg.jobs.iter().map(|lj| lj.job.name.clone());
+    crate::feasible::judge(names.zip(feasibility(input, sim_cfg)), show, force)
 }
 
 /// Writes a job's rows as CSV (the format `venn-lab run` appends).

@@ -165,10 +165,7 @@ impl Trainer {
             shared: Arc::new(Shared {
                 lanes: lanes.spawner(),
                 slots,
-                partition: DataPartition {
-                    writer_samples: data.train.iter().map(|w| w.len() as u64).collect(),
-                    writers_per_device,
-                },
+                partition: crate::config::partition(&data, writers_per_device),
                 data,
                 cancel: AtomicBool::new(false),
                 changed: Condvar::new(),

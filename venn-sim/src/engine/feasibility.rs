@@ -25,15 +25,16 @@ pub struct JobFeasibility {
     /// Trace devices.
     pub devices: usize,
     /// Eligible check-ins per hour, over the trace's block (the job's supply when no other
-    /// job competes for it).
-    pub eligible_per_hour: f64,
+    /// job competes for it); `None` where devices are not traced (a live population that is
+    /// always online).
+    pub eligible_per_hour: Option<f64>,
     /// Devices a round requests (target × over-commit).
     pub demand: u32,
     /// Results a round needs to succeed.
     pub needed: u32,
     /// The most eligible check-ins that start within any one `deadline_s` of the block: a
-    /// round open that long can collect at most this many devices.
-    pub peak_in_deadline: usize,
+    /// round open that long can collect at most this many devices (`None`: not traced).
+    pub peak_in_deadline: Option<usize>,
     /// Seconds of the fastest eligible check-in's task (`None`: no eligible check-in).
     pub fastest_task_s: Option<f64>,
     /// The round deadline.
@@ -61,29 +62,37 @@ impl JobFeasibility {
                 self.deadline_s
             ));
         }
-        (self.peak_in_deadline < self.needed as usize).then(|| {
+        let peak = self.peak_in_deadline?;
+        (peak < self.needed as usize).then(|| {
             format!(
-                "at most {} eligible devices check in within one {} s deadline; a round needs \
-                 {} results",
-                self.peak_in_deadline, self.deadline_s, self.needed
+                "at most {peak} eligible devices check in within one {} s deadline; a round \
+                 needs {} results",
+                self.deadline_s, self.needed
             )
         })
     }
 
-    /// One line for people: `N of M devices eligible (needs K), …`.
+    /// One line for people: `N of M devices eligible (requests K, needs R results), …`.
     pub fn line(&self) -> String {
+        let mut s = format!(
+            "{} of {} devices eligible",
+            self.eligible_devices, self.devices
+        );
+        if let Some(h) = self.eligible_per_hour {
+            s += &format!(", {h:.0} eligible check-ins an hour");
+        }
+        s += &format!(
+            " (requests {}, needs {} results); ",
+            self.demand, self.needed
+        );
+        if let Some(p) = self.peak_in_deadline {
+            s += &format!("at most {p} check in within its deadline; ");
+        }
         let fastest = self
             .fastest_task_s
-            .map_or("-".into(), |t| format!("{t:.2} s"));
-        format!(
-            "{} of {} devices eligible, {:.0} eligible check-ins an hour (requests {}, needs {} \
-             results); at most {} check in within its {} s deadline; fastest task {fastest}",
-            self.eligible_devices,
-            self.devices,
-            self.eligible_per_hour,
-            self.demand,
-            self.needed,
-            self.peak_in_deadline,
+            .map_or("unknown".into(), |t| format!("{t:.2} s"));
+        s + &format!(
+            "fastest task {fastest} against its {} s deadline",
             self.deadline_s
         )
     }
@@ -125,10 +134,10 @@ pub fn feasibility(input: &SimInput, cfg: &SimConfig) -> Vec<JobFeasibility> {
             JobFeasibility {
                 eligible_devices: eligible.len(),
                 devices: devices.len(),
-                eligible_per_hour: starts.len() as f64 / (cfg.window_s / 3600.0),
+                eligible_per_hour: Some(starts.len() as f64 / (cfg.window_s / 3600.0)),
                 demand: job.row.demand,
                 needed,
-                peak_in_deadline: peak_within(&starts, job.row.deadline_s),
+                peak_in_deadline: Some(peak_within(&starts, job.row.deadline_s)),
                 fastest_task_s: fastest,
                 deadline_s: job.row.deadline_s,
             }
@@ -165,10 +174,10 @@ mod tests {
         let ok = JobFeasibility {
             eligible_devices: 50,
             devices: 80,
-            eligible_per_hour: 12.0,
+            eligible_per_hour: Some(12.0),
             demand: 13,
             needed: 8,
-            peak_in_deadline: 20,
+            peak_in_deadline: Some(20),
             fastest_task_s: Some(12.0),
             deadline_s: 300.0,
         };
@@ -185,10 +194,21 @@ mod tests {
         };
         assert!(slow.problem().unwrap().contains("400.00 s"));
         let sparse = JobFeasibility {
-            peak_in_deadline: 3,
+            peak_in_deadline: Some(3),
             ..ok.clone()
         };
         assert!(sparse.problem().unwrap().contains("at most 3"));
+        let untraced = JobFeasibility {
+            peak_in_deadline: None,
+            eligible_per_hour: None,
+            ..sparse
+        };
+        assert_eq!(
+            untraced.problem(),
+            None,
+            "no supply-over-time rule without a trace"
+        );
+        assert!(!untraced.line().contains("check-ins an hour"));
         let none = JobFeasibility {
             eligible_devices: 0,
             fastest_task_s: None,

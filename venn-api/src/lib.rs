@@ -15,8 +15,11 @@
 //! - `HttpError` (feature `server`): that body with an HTTP status, as an axum response;
 //! - [`client`] (feature `client`): typed reqwest clients of the manager and of a job.
 //!
-//! Validation that needs no server state lives on the types themselves (serde's
-//! `deny_unknown_fields`, the core's `Requirement` and `StatementOfWork` checks).
+//! The types check their shape (serde's `deny_unknown_fields`; the core's `Requirement`
+//! and `StatementOfWork` checks). Limits on values — a round's deadline and demand — are
+//! the manager's (venn-manager `service/rounds.rs`, with `venn_manager::limits`), and the
+//! job runner checks its own configuration before it registers (fl-job
+//! `runner/config.rs`), so a bad config fails before any request is sent.
 
 pub mod error;
 pub mod job;

@@ -62,7 +62,7 @@ params = { width = 2, train = { max_steps = 2, batch_size = 10 } }
 rounds = 2
 target_participants = 2
 deadline_s = 40
-eval_writers = 4
+eval_samples = 200
 [[jobs]]
 name = "beta"
 task = "resnet18-femnist"
@@ -71,7 +71,7 @@ arrival_s = 1
 rounds = 2
 target_participants = 2
 deadline_s = 40
-eval_writers = 4
+eval_samples = 200
 seed = 9
 "#;
 

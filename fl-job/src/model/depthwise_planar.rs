@@ -17,14 +17,21 @@ use super::scratch::zeroed;
 /// `(kh / s)·wq + kw / s`, so it is one contiguous multiply-add over an output-sized run
 /// (computing a few throw-away columns per row) instead of one short strided loop per row.
 struct Padded {
-    /// Phase rows and row length.
-    hq: usize,
+    /// Phase row length (a phase has `ho + (k − 1) / stride + 1` rows).
     wq: usize,
     /// The phase planes, `stride² × hq × wq`; positions no input pixel maps to stay zero.
     input: Vec<f32>,
     /// An output-sized plane, `ho × wq`; where it holds a gradient, its extra columns stay
     /// zero.
     out: Vec<f32>,
+    /// Where padded row `py` and padded column `px` go: pixel `(py, px)` is at
+    /// `rows[py] + cols[px]` (the phase index separates into a row part and a column part).
+    /// Tables, because computing it per pixel meant three integer divisions by a run-time
+    /// stride, which made copying a stride-2 plane in cost more than convolving it.
+    rows: Vec<usize>,
+    cols: Vec<usize>,
+    /// For a stride above 1: each phase column's first input pixel `x0` and `cols[x0 + pad]`.
+    firsts: Vec<(usize, usize)>,
 }
 
 impl Padded {
@@ -33,47 +40,64 @@ impl Padded {
         let wq = (g.w + 2 * g.pad).div_ceil(s);
         // Enough rows that the last tap's run of `ho · wq` stays inside its phase.
         let hq = g.ho() + (g.k - 1) / s + 1;
+        let phase = hq * wq;
+        // Enough entries for every padded pixel and every tap.
+        let rows = (0..(g.h + 2 * g.pad).max(g.k))
+            .map(|py| (py % s) * s * phase + (py / s) * wq)
+            .collect();
+        let cols = (0..(g.w + 2 * g.pad).max(g.k))
+            .map(|px| (px % s) * phase + px / s)
+            .collect::<Vec<_>>();
+        let firsts = (0..s.min(g.w))
+            .map(|b| (b + s - g.pad % s) % s)
+            .filter(|&x0| x0 < g.w)
+            .map(|x0| (x0, cols[x0 + g.pad]))
+            .collect();
         Padded {
-            hq,
             wq,
-            input: vec![0.0; s * s * hq * wq],
+            input: vec![0.0; s * s * phase],
             out: vec![0.0; g.ho() * wq],
+            rows,
+            cols,
+            firsts,
         }
     }
 
     /// Index in `input` of padded pixel `(py, px)`.
-    fn at(&self, g: &Geom, py: usize, px: usize) -> usize {
-        let s = g.stride;
-        (((py % s) * s + px % s) * self.hq + py / s) * self.wq + px / s
+    fn at(&self, py: usize, px: usize) -> usize {
+        self.rows[py] + self.cols[px]
     }
 
     /// Where tap `(kh, kw)`'s run starts in `input`.
-    fn tap(&self, g: &Geom, kh: usize, kw: usize) -> usize {
-        let s = g.stride;
-        (((kh % s) * s + kw % s) * self.hq + kh / s) * self.wq + kw / s
+    fn tap(&self, kh: usize, kw: usize) -> usize {
+        self.at(kh, kw)
     }
 
     /// Scatters `plane` (`h × w`) into the phase planes; nothing else is written, so the
     /// padding stays zero.
     fn load_input(&mut self, g: &Geom, plane: &[f32]) {
         let s = g.stride;
-        for (y, row) in plane.chunks_exact(g.w).enumerate() {
-            if s == 1 {
-                let at = self.at(g, y + g.pad, g.pad);
+        if s == 1 {
+            for (y, row) in plane.chunks_exact(g.w).enumerate() {
+                let at = self.at(y + g.pad, g.pad);
                 self.input[at..at + g.w].copy_from_slice(row);
-            } else {
-                // One strided copy per phase column: pixels x ≡ b − pad (mod s) land side
-                // by side in phase row (y + pad, b).
-                for b in 0..s.min(g.w) {
-                    let x0 = (b + s - g.pad % s) % s;
-                    if x0 >= g.w {
-                        continue;
-                    }
-                    let at = self.at(g, y + g.pad, x0 + g.pad);
-                    let dst = &mut self.input[at..];
-                    for (d, v) in dst.iter_mut().zip(row[x0..].iter().step_by(s)) {
-                        *d = *v;
-                    }
+            }
+            return;
+        }
+        // One strided copy per phase column: pixels x ≡ b − pad (mod s) land side by side
+        // in phase row (y + pad, b).
+        let Padded {
+            input,
+            rows,
+            firsts,
+            ..
+        } = self;
+        for (y, row) in plane.chunks_exact(g.w).enumerate() {
+            let r = rows[y + g.pad];
+            for &(x0, col) in firsts.iter() {
+                let dst = &mut input[r + col..];
+                for (d, v) in dst.iter_mut().zip(row[x0..].iter().step_by(s)) {
+                    *d = *v;
                 }
             }
         }
@@ -83,11 +107,12 @@ impl Padded {
     fn store_input(&self, g: &Geom, plane: &mut [f32]) {
         for (y, row) in plane.chunks_exact_mut(g.w).enumerate() {
             if g.stride == 1 {
-                let at = self.at(g, y + g.pad, g.pad);
+                let at = self.at(y + g.pad, g.pad);
                 row.copy_from_slice(&self.input[at..at + g.w]);
             } else {
-                for (x, v) in row.iter_mut().enumerate() {
-                    *v = self.input[self.at(g, y + g.pad, x + g.pad)];
+                let r = self.rows[y + g.pad];
+                for (v, c) in row.iter_mut().zip(&self.cols[g.pad..]) {
+                    *v = self.input[r + c];
                 }
             }
         }
@@ -144,14 +169,14 @@ fn depthwise_plane_forward(g: &Geom, pad: &mut Padded, x: &[f32], wk: &[f32], ou
     pad.load_input(g, x);
     let len = ho * wq;
     // The first tap sets the accumulator, so it is never cleared.
-    let first = pad.tap(g, 0, 0);
+    let first = pad.tap(0, 0);
     scale(&mut pad.out[..len], wk[0], &pad.input[first..first + len]);
     for kh in 0..k {
         for kw in 0..k {
             if kh + kw == 0 {
                 continue;
             }
-            let at = pad.tap(g, kh, kw);
+            let at = pad.tap(kh, kw);
             axpy(
                 &mut pad.out[..len],
                 wk[kh * k + kw],
@@ -180,7 +205,7 @@ fn depthwise_plane_dx(g: &Geom, pad: &mut Padded, gout: &[f32], wk: &[f32], dx: 
     pad.input.fill(0.0);
     for kh in 0..k {
         for kw in 0..k {
-            let at = pad.tap(g, kh, kw);
+            let at = pad.tap(kh, kw);
             axpy(&mut pad.input[at..at + len], wk[kh * k + kw], &pad.out);
         }
     }
@@ -196,7 +221,7 @@ fn depthwise_plane_dw(g: &Geom, pad: &mut Padded, x: &[f32], gout: &[f32], share
     let len = ho * pad.wq;
     for kh in 0..k {
         for kw in 0..k {
-            let at = pad.tap(g, kh, kw);
+            let at = pad.tap(kh, kw);
             share[kh * k + kw] = dot(&pad.input[at..at + len], &pad.out);
         }
     }

@@ -22,6 +22,7 @@ import os
 import platform
 import statistics
 import subprocess
+import concurrent.futures
 import sys
 import time
 
@@ -34,6 +35,7 @@ def run_ours(a, seed, out_dir):
     cmd = [a.fl_job, "fedavg", "--model", a.model, "--rounds", str(a.rounds),
            "--participants", str(a.participants), "--lr", str(a.lr), "--momentum", str(a.momentum),
            "--batch", str(a.batch), "--local-epochs", str(a.local_epochs), "--seed", str(seed),
+           "--lr-decay", str(a.lr_decay),
            "--eval-samples", str(a.eval_samples), "--out", out_dir]
     if a.data:
         cmd += ["--data", a.data]
@@ -44,6 +46,46 @@ def run_ours(a, seed, out_dir):
     with open(os.path.join(out_dir, "fedavg.json")) as f:
         run = json.load(f)
     return run, time.time() - t0
+
+
+def run_seed(a, seed):
+    """Both sides of one seed: ours, then PyTorch's replay of the same run."""
+    out_dir = os.path.join(a.work, f"seed{seed}")
+    ours, ours_s = run_ours(a, seed, out_dir)
+    print(f"ours  seed {seed}: {ours['rounds'][-1]['accuracy'] * 100:.2f} % "
+          f"after {a.rounds} rounds, {ours_s:.1f} s", flush=True)
+    theirs = fedavg_torch.replay(os.path.join(out_dir, "fedavg.json"), a.init, a.threads,
+                                 a.data, log=lambda m: print(f"seed {seed}: {m}", flush=True))
+    with open(os.path.join(out_dir, f"torch-{a.init}.json"), "w") as f:
+        json.dump(theirs, f, indent=1)
+    print(f"torch seed {seed}: {theirs['rounds'][-1]['accuracy'] * 100:.2f} %, "
+          f"{theirs['wall_s']:.1f} s (+{theirs['load_s']:.1f} s loading)", flush=True)
+    return {
+        "seed": seed,
+        "ours": {"wall_s": ours_s, "train_eval_s": ours["wall_s"],
+                 "accuracy": [r["accuracy"] for r in ours["rounds"]],
+                 "loss": [r["loss"] for r in ours["rounds"]],
+                 "train_loss": [r["train_loss"] for r in ours["rounds"]],
+                 "participants": [[p["writer"] for p in r["participants"]]
+                                  for r in ours["rounds"][1:]]},
+        "torch": {"wall_s": theirs["wall_s"], "load_s": theirs["load_s"],
+                  "accuracy": [r["accuracy"] for r in theirs["rounds"]],
+                  "loss": [r["loss"] for r in theirs["rounds"]],
+                  "train_loss": [r["train_loss"] for r in theirs["rounds"]]},
+    }
+
+
+def largest_fall(acc, n):
+    """The largest fall of a curve below an earlier round's best, in points, with the 95 %
+    interval half-width (normal approximation over `n` evaluation samples) at that best and
+    the round it happened in. A fall within the interval may be the evaluation's noise."""
+    best, worst = acc[0], (0.0, 0.0, 0)
+    for k, v in enumerate(acc[1:], 1):
+        fall = (best - v) * 100
+        if fall > worst[0]:
+            worst = (fall, 196 * (best * (1 - best) / n) ** 0.5, k)
+        best = max(best, v)
+    return worst
 
 
 def mean(xs):
@@ -61,6 +103,11 @@ def main():
     ap.add_argument("--momentum", type=float, default=0.9)
     ap.add_argument("--batch", type=int, default=20)
     ap.add_argument("--local-epochs", type=int, default=1)
+    ap.add_argument("--lr-decay", type=float, default=1.0,
+                    help="per-round learning-rate decay (fl-job fedavg --lr-decay; the replay reads it "
+                    "from the run)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="seeds run side by side (each seed's two sides still one after the other)")
     ap.add_argument("--eval-samples", type=int, default=2000)
     ap.add_argument("--checkpoints", type=int, nargs="+", default=[5, 10, 20])
     ap.add_argument("--tolerance", type=float, default=3.0, help="percentage points")
@@ -85,37 +132,17 @@ def main():
     date = datetime.date.today().isoformat()
     report = a.report or os.path.join(HERE, f"fedavg-check-{date}")
 
-    runs = []
-    for seed in a.seeds:
-        out_dir = os.path.join(a.work, f"seed{seed}")
-        ours, ours_s = run_ours(a, seed, out_dir)
-        print(f"ours  seed {seed}: {ours['rounds'][-1]['accuracy'] * 100:.2f} % "
-              f"after {a.rounds} rounds, {ours_s:.1f} s", flush=True)
-        theirs = fedavg_torch.replay(os.path.join(out_dir, "fedavg.json"), a.init, a.threads,
-                                     a.data, log=lambda m: print(m, flush=True))
-        with open(os.path.join(out_dir, f"torch-{a.init}.json"), "w") as f:
-            json.dump(theirs, f, indent=1)
-        print(f"torch seed {seed}: {theirs['rounds'][-1]['accuracy'] * 100:.2f} %, "
-              f"{theirs['wall_s']:.1f} s (+{theirs['load_s']:.1f} s loading)", flush=True)
-        runs.append({
-            "seed": seed,
-            "ours": {"wall_s": ours_s, "train_eval_s": ours["wall_s"],
-                     "accuracy": [r["accuracy"] for r in ours["rounds"]],
-                     "loss": [r["loss"] for r in ours["rounds"]],
-                     "train_loss": [r["train_loss"] for r in ours["rounds"]],
-                     "participants": [[p["writer"] for p in r["participants"]]
-                                      for r in ours["rounds"][1:]]},
-            "torch": {"wall_s": theirs["wall_s"], "load_s": theirs["load_s"],
-                      "accuracy": [r["accuracy"] for r in theirs["rounds"]],
-                      "loss": [r["loss"] for r in theirs["rounds"]],
-                      "train_loss": [r["train_loss"] for r in theirs["rounds"]]},
-        })
+    if a.jobs > 1:
+        with concurrent.futures.ProcessPoolExecutor(a.jobs) as pool:
+            runs = list(pool.map(run_seed, [a] * len(a.seeds), a.seeds))
+    else:
+        runs = [run_seed(a, seed) for seed in a.seeds]
 
     with open(os.path.join(a.work, "seed%d" % a.seeds[0], "fedavg.json")) as f:
         first = json.load(f)
     setup = {
         "date": date, "model": a.model, "rounds": a.rounds, "participants": a.participants,
-        "lr": a.lr, "momentum": a.momentum, "batch": a.batch, "local_epochs": a.local_epochs,
+        "lr": a.lr, "lr_decay": a.lr_decay, "momentum": a.momentum, "batch": a.batch, "local_epochs": a.local_epochs,
         "seeds": a.seeds, "eval_samples": len(first["eval_set"]),
         "eval_seed": first["config"]["eval_seed"], "data": first["data"],
         "train_writers": first["train_writers"], "torch_init": a.init, "threads": a.threads,
@@ -173,7 +200,8 @@ def render(out, report):
         f"# FedAvg against PyTorch, {setup['date']}" + (", shared initial weights" if init == "ours" else ""),
         "",
         f"`fl-job/bench/fedavg_check.py --init {init} --threads {setup['threads']}`: {setup['model']}, "
-        f"{last} rounds, {setup['participants']} participants per round, lr {setup['lr']}, momentum "
+        f"{last} rounds, {setup['participants']} participants per round, lr {setup['lr']}"
+        f" × {setup.get('lr_decay', 1.0)}^round, momentum "
         f"{setup['momentum']}, batch {setup['batch']}, {setup['local_epochs']} local epoch(s); seeds "
         f"{seeds}; accuracy on {setup['eval_samples']} held-out test samples (the same for every run); "
         f"PyTorch {setup['torch']} starting from "
@@ -194,7 +222,17 @@ def render(out, report):
     t_ours, t_torch = mean([mean_ours[k] for k in tail]), mean([mean_torch[k] for k in tail])
     lines += ["", f"Mean over rounds {tail[0]}–{tail[-1]} (less noisy than one round): ours "
               f"{t_ours:.2f} %, PyTorch {t_torch:.2f} % ({t_ours - t_torch:+.2f} points).",
-              "", "Every round (means over seeds; per seed: ours / PyTorch accuracy %):", "",
+              "", "Largest fall below an earlier round's best, points (95 % interval of that best "
+              "in brackets; the round):", "",
+              "| seed | ours | PyTorch |", "|---|---|---|"]
+    n = setup["eval_samples"]
+    for r in runs:
+        cells = []
+        for side in ("ours", "torch"):
+            fall, half, k = largest_fall(r[side]["accuracy"], n)
+            cells.append(f"{fall:.1f} (±{half:.1f}; round {k})" if k else "none")
+        lines.append(f"| {r['seed']} | {cells[0]} | {cells[1]} |")
+    lines += ["", "Every round (means over seeds; per seed: ours / PyTorch accuracy %):", "",
               "| round | ours % | PyTorch % | diff | ours loss | PyTorch loss | "
               + " | ".join(f"seed {s}" for s in seeds) + " |",
               "|---" * (6 + len(seeds)) + "|"]

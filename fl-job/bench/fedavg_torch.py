@@ -334,6 +334,22 @@ def evaluate(model, images, labels, batch):
     return correct / len(labels), loss_sum / len(labels)
 
 
+def evaluate_batch_stats(model, images, labels, batch):
+    """As `evaluate`, but BatchNorm normalises with each evaluation batch's own statistics
+    instead of the running ones (train mode, no gradients; the running statistics it updates
+    are reloaded before the next use). A diagnostic: where this holds up while `evaluate`
+    falls, the weights are fine and the running statistics do not fit them."""
+    model.train()
+    correct, loss_sum = 0, 0.0
+    with torch.no_grad():
+        for b in range(0, len(labels), batch):
+            logits = model(images[b:b + batch])
+            loss_sum += F.cross_entropy(logits, labels[b:b + batch], reduction="sum").item()
+            correct += (logits.argmax(1) == labels[b:b + batch]).sum().item()
+    model.eval()
+    return correct / len(labels), loss_sum / len(labels)
+
+
 def replay(run_path, init="torch", threads=None, data_dir=None, log=print):
     """Replays the run at `run_path` (fedavg.json); returns the report dict."""
     if threads:
@@ -372,13 +388,17 @@ def replay(run_path, init="torch", threads=None, data_dir=None, log=print):
     for r in run["rounds"][1:]:
         global_state = {k: v.clone() for k, v in model.state_dict().items()}
         states, weights, losses = [], [], []
+        # fl-job's `lr_decay`: round r (1-based here, 0-based at the manager) trains at
+        # lr × lr_decay^(r − 1).
+        tcfg = dict(cfg["train"])
+        tcfg["lr"] = cfg["train"]["lr"] * cfg["train"].get("lr_decay", 1.0) ** (r["round"] - 1)
         for p in r["participants"]:
             model.load_state_dict(global_state)
             x, y = tensors[p["writer"]]
             if len(y) != p["samples"]:
                 sys.exit(f"fedavg_torch: writer {p['writer']} has {len(y)} train samples, "
                          f"the run says {p['samples']}")
-            losses.append(train_local(model, x, y, p["seed"], cfg["train"]))
+            losses.append(train_local(model, x, y, p["seed"], tcfg))
             states.append({k: v.clone() for k, v in model.state_dict().items()})
             weights.append(len(y))
         model.load_state_dict(fedavg(states, weights))
@@ -423,11 +443,15 @@ def score_rounds(run_path, threads=None, data_dir=None, log=print):
         if not os.path.exists(os.path.join(run_dir, name)):
             continue
         load_our_init(model, run_dir, name)
-        acc, loss = evaluate(model, eval_x, eval_y, cfg["eval_batch"])
+        with torch.no_grad():
+            acc, loss = evaluate(model, eval_x, eval_y, cfg["eval_batch"])
+        bacc, bloss = evaluate_batch_stats(model, eval_x, eval_y, cfg["eval_batch"])
         rows.append({"round": r["round"], "ours": r["accuracy"], "ours_loss": r["loss"],
-                     "torch_eval": acc, "torch_eval_loss": loss})
+                     "torch_eval": acc, "torch_eval_loss": loss,
+                     "batch_stats": bacc, "batch_stats_loss": bloss})
         log(f"round {r['round']:3}: ours {r['accuracy'] * 100:6.2f} % loss {r['loss']:.4f} | "
-            f"PyTorch on our weights {acc * 100:6.2f} % loss {loss:.4f}")
+            f"PyTorch on our weights {acc * 100:6.2f} % loss {loss:.4f} | "
+            f"with batch statistics {bacc * 100:6.2f} % loss {bloss:.4f}")
     return rows
 
 

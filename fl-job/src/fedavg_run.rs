@@ -239,10 +239,13 @@ fn run_on_one_thread(
         // aggregated in draw order.
         let train = |i: usize| {
             let w = picked[i];
-            task.train(
+            // Rounds count from 1 here and from 0 at the manager, whose numbering
+            // `lr_decay` follows.
+            task.train_round(
                 &global,
                 data.train[w].view(),
                 local_seed(cfg.seed, round, w),
+                round - 1,
             )
         };
         let trained: Vec<_> = if lanes == 1 {

@@ -50,6 +50,74 @@ fn train_config_is_serde_and_validated() {
         ..Default::default()
     };
     assert!(bad.validate().is_err());
+    for decay in [0.0, -0.5, 1.5, f64::NAN] {
+        let bad = TrainConfig {
+            lr_decay: decay,
+            ..Default::default()
+        };
+        assert!(bad.validate().is_err(), "lr_decay {decay}");
+    }
+    let decayed = TrainConfig {
+        lr: 0.1,
+        lr_decay: 0.5,
+        ..Default::default()
+    };
+    assert_eq!(decayed.for_round(0), decayed);
+    assert_eq!(decayed.for_round(2).lr, 0.025);
+    assert_eq!(decayed.for_round(2).lr_decay, 0.5);
+}
+
+/// A task with `lr_decay` trains round `r` exactly as one whose rate is already decayed
+/// trains round 0, and `train` is round 0.
+#[test]
+fn a_task_trains_round_r_at_the_decayed_rate() {
+    use fl_job::task::{BurnTask, FlTask};
+    let _rng = rng_lock();
+    let task = |lr: f64, lr_decay: f64| BurnTask {
+        name: "decay".into(),
+        kind: TINY_RESNET,
+        train: TrainConfig {
+            lr,
+            lr_decay,
+            max_steps: Some(2),
+            batch_size: 8,
+            ..Default::default()
+        },
+        eval_batch: 8,
+    };
+    let (decaying, decayed) = (task(0.2, 0.5), task(0.05, 1.0));
+    let global = decaying.init(3).unwrap();
+    let data = samples(16, 4);
+    // The values (the bytes also carry parameter ids, fresh per load).
+    let values = |w: &[u8]| -> Vec<Vec<f32>> {
+        let t = decaying.decode(w).unwrap();
+        t.into_iter().map(|t| t.values).collect()
+    };
+    let round2 = values(
+        &decaying
+            .train_round(&global, data.view(), 7, 2)
+            .unwrap()
+            .weights,
+    );
+    let same = values(
+        &decayed
+            .train_round(&global, data.view(), 7, 0)
+            .unwrap()
+            .weights,
+    );
+    assert!(
+        round2 == same,
+        "round 2 at lr 0.2 × 0.5² differs from round 0 at 0.05"
+    );
+    let round0 = values(
+        &decaying
+            .train_round(&global, data.view(), 7, 0)
+            .unwrap()
+            .weights,
+    );
+    assert!(round0 != round2, "the decay changed nothing");
+    let train = values(&decaying.train(&global, data.view(), 7).unwrap().weights);
+    assert!(train == round0, "train is not round 0");
 }
 
 #[test]

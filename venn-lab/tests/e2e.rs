@@ -483,6 +483,15 @@ impl fl_job::task::FlTask for FirstAggregationBroken {
     ) -> Result<fl_job::task::LocalUpdate, fl_job::FlError> {
         self.inner.train(global, data, seed)
     }
+    fn train_round(
+        &self,
+        global: &[u8],
+        data: datasets::SampleView<'_>,
+        seed: u64,
+        round: u32,
+    ) -> Result<fl_job::task::LocalUpdate, fl_job::FlError> {
+        self.inner.train_round(global, data, seed, round)
+    }
     fn evaluate(
         &self,
         weights: &[u8],

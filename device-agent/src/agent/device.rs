@@ -258,15 +258,16 @@ async fn serve(
     let data = sh.data.clone();
     let writers: Vec<usize> = sh.partition.writers(index as u64).collect();
     let seed = mix(plan.seed, id);
+    let round = plan.round;
     let down = global.len() as u64;
     let work = task.work();
     let joined = tokio::task::spawn_blocking(move || {
         let t = std::time::Instant::now();
         let r = if let [w] = writers[..] {
-            task.train(&global, data.train[w].view(), seed)
+            task.train_round(&global, data.train[w].view(), seed, round)
         } else {
             let samples = Samples::from_writers(writers.iter().map(|&w| &data.train[w]));
-            task.train(&global, samples.view(), seed)
+            task.train_round(&global, samples.view(), seed, round)
         };
         (r, t.elapsed())
     })

@@ -51,17 +51,28 @@ impl FlTask for BurnTask {
         weights::to_bytes(self.kind, &self.kind.init(&device))
     }
 
+    /// Round 0's training (the learning rate undecayed).
     fn train(
         &self,
         global: &[u8],
         data: SampleView<'_>,
         seed: u64,
     ) -> Result<LocalUpdate, FlError> {
+        self.train_round(global, data, seed, 0)
+    }
+
+    fn train_round(
+        &self,
+        global: &[u8],
+        data: SampleView<'_>,
+        seed: u64,
+        round: u32,
+    ) -> Result<LocalUpdate, FlError> {
         let device = self.device();
         let model = weights::load(self.kind, global, &device)?;
         let cfg = TrainConfig {
             seed,
-            ..self.train.clone()
+            ..self.train.for_round(round)
         };
         let (model, stats) = train_local(model, data, &cfg, &device)?;
         Ok(LocalUpdate {

@@ -61,6 +61,22 @@ pub trait FlTask: Send + Sync {
     fn train(&self, global: &[u8], data: SampleView<'_>, seed: u64)
     -> Result<LocalUpdate, FlError>;
 
+    /// Local training in round `round` (0-based, the manager's round number: a retried
+    /// round keeps it). The drivers — the device agent, the simulator's trainer and
+    /// `fl-job fedavg` — call this one. Default: [`FlTask::train`], for tasks whose
+    /// training does not depend on the round; override it for a schedule over rounds (the
+    /// built-in tasks' `lr_decay`).
+    fn train_round(
+        &self,
+        global: &[u8],
+        data: SampleView<'_>,
+        seed: u64,
+        round: u32,
+    ) -> Result<LocalUpdate, FlError> {
+        let _ = round;
+        self.train(global, data, seed)
+    }
+
     /// Evaluation of weights on held-out data.
     fn evaluate(&self, weights: &[u8], data: SampleView<'_>) -> Result<EvalStats, FlError>;
 

@@ -345,12 +345,17 @@ fn train_one(shared: &Arc<Shared>, round: &Arc<InFlight>, i: usize) {
     );
     let t = Instant::now();
     let result = if let [w] = writers[..] {
-        slot.job
-            .task
-            .train(&round.global, shared.data.train[w].view(), seed)
+        slot.job.task.train_round(
+            &round.global,
+            shared.data.train[w].view(),
+            seed,
+            round.work.round,
+        )
     } else {
         let own = Samples::from_writers(writers.iter().map(|&w| &shared.data.train[w]));
-        slot.job.task.train(&round.global, own.view(), seed)
+        slot.job
+            .task
+            .train_round(&round.global, own.view(), seed, round.work.round)
     };
     let secs = t.elapsed().as_secs_f64();
     match result {

@@ -120,17 +120,32 @@ fn table_and_csv(results: &[LabResult]) -> Option<(String, String)> {
     if groups.is_empty() {
         return None;
     }
-    let thresholds: Vec<f64> = base.avg_tta_s.iter().map(|(a, _, _)| *a).collect();
+    // A schedule-only comparison has no accuracies: JCTs only.
+    let trained = results
+        .iter()
+        .any(|r| r.jobs.iter().any(|j| j.final_accuracy.is_some()));
+    let thresholds: Vec<f64> = if trained {
+        base.avg_tta_s.iter().map(|(a, _, _)| *a).collect()
+    } else {
+        Vec::new()
+    };
     let (secs, u) = unit(base.clock);
-    let mut text = format!(
-        "per model: mean over its jobs, accuracy % with a 95 % interval over the jobs, \
-         TTA in {u} since arrival (jobs that reached it)\n"
-    );
+    let mut text = if trained {
+        format!(
+            "per model: mean over its jobs, accuracy % with a 95 % interval over the jobs, \
+             TTA in {u} since arrival (jobs that reached it)\n"
+        )
+    } else {
+        format!("per model: mean JCT over its jobs, {u}\n")
+    };
     let _ = write!(
         text,
-        "{:<22} {:<8} {:>8} {:>9} {:>20} {:>20}",
-        "model", "policy", "finished", "avg JCT", "final accuracy", "last-3 accuracy"
+        "{:<22} {:<8} {:>8} {:>9}",
+        "model", "policy", "finished", "avg JCT"
     );
+    if trained {
+        let _ = write!(text, " {:>20} {:>20}", "final accuracy", "last-3 accuracy");
+    }
     let mut csv = String::from("model,policy,jobs,finished,avg_jct_s,final_accuracy,tail_accuracy");
     for a in &thresholds {
         let _ = write!(text, " {:>13}", format!("TTA {:.0}%", a * 100.0));
@@ -145,14 +160,16 @@ fn table_and_csv(results: &[LabResult]) -> Option<(String, String)> {
             let jct = row.jct_s.map_or("-".into(), |s| format!("{:.2}", s / secs));
             let _ = write!(
                 text,
-                "{:<22} {:<8} {:>8} {:>9} {:>20} {:>20}",
+                "{:<22} {:<8} {:>8} {:>9}",
                 model,
                 row.policy,
                 format!("{}/{}", row.finished, row.jobs),
                 jct,
-                pct(&row.final_acc),
-                pct(&row.tail_acc)
             );
+            if trained {
+                let (fin, tail) = (pct(&row.final_acc), pct(&row.tail_acc));
+                let _ = write!(text, " {fin:>20} {tail:>20}");
+            }
             let _ = write!(
                 csv,
                 "{model},{},{},{},{},{},{}",
@@ -246,8 +263,14 @@ pub fn write_by_model(out: &Path, results: &[LabResult]) -> std::io::Result<Opti
     let (secs, axis) = clock.axis();
     let axis = axis.replace(" (", " since the job arrived (");
     let panels = panels(results, secs);
-    accuracy_grid_png(&out.join("by-model.png"), &axis, 2, &panels)
-        .map_err(std::io::Error::other)?;
+    // Accuracy against time: nothing to draw without accuracies.
+    if results
+        .iter()
+        .any(|r| r.jobs.iter().any(|j| j.final_accuracy.is_some()))
+    {
+        accuracy_grid_png(&out.join("by-model.png"), &axis, 2, &panels)
+            .map_err(std::io::Error::other)?;
+    }
     Ok(Some(text))
 }
 

@@ -1,6 +1,7 @@
 //! One experiment under several policies, side by side: per job and policy the final
 //! accuracy, the time to each accuracy threshold and the JCT; speed-ups over the first
-//! policy; and one accuracy plot per job with a curve per policy.
+//! policy; and one accuracy plot per job with a curve per policy. A schedule-only run has
+//! no accuracies: its table keeps rounds and JCTs, and it draws no accuracy plots.
 //!
 //! One round's accuracy is a noisy figure (a 95 % interval of about ±2 points on the default
 //! 2,000 evaluation samples, and non-IID participants move the model by many points from
@@ -35,14 +36,28 @@ fn thresholds(results: &[LabResult]) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// Whether any job of any run has an accuracy: a schedule-only comparison has none, and
+/// its tables and plots leave accuracy out instead of showing columns of dashes.
+fn trained(results: &[LabResult]) -> bool {
+    results
+        .iter()
+        .any(|r| r.jobs.iter().any(|j| j.final_accuracy.is_some()))
+}
+
 /// The comparison as text: the per-job table, then the speed-ups over the first policy.
+/// Without accuracies (a schedule-only run) only rounds and JCTs.
 pub fn comparison_table(results: &[LabResult]) -> String {
     let mut s = String::new();
     let Some(base) = results.first() else {
         return s;
     };
     let (u, uname) = unit(base.clock);
-    let ths = thresholds(results);
+    let trained = trained(results);
+    let ths = if trained {
+        thresholds(results)
+    } else {
+        Vec::new()
+    };
     let w = base
         .jobs
         .iter()
@@ -56,13 +71,17 @@ pub fn comparison_table(results: &[LabResult]) -> String {
         .max()
         .unwrap_or(0)
         .max(6);
-    let mut head = format!(
-        "{:<w$} {:<pw$} {:>9} {:>10}",
-        "job",
-        "policy",
-        "final acc",
-        format!("last {TAIL_ROUNDS}")
-    );
+    let mut head = if trained {
+        format!(
+            "{:<w$} {:<pw$} {:>9} {:>10}",
+            "job",
+            "policy",
+            "final acc",
+            format!("last {TAIL_ROUNDS}")
+        )
+    } else {
+        format!("{:<w$} {:<pw$} {:>6}", "job", "policy", "rounds")
+    };
     for a in &ths {
         let _ = write!(head, " {:>11}", format!("TTA {:.0}% {uname}", a * 100.0));
     }
@@ -75,13 +94,18 @@ pub fn comparison_table(results: &[LabResult]) -> String {
                 continue;
             };
             let pct = |a: Option<f64>| a.map_or("-".into(), |a| format!("{:.1}%", a * 100.0));
-            let mut line = format!(
-                "{:<w$} {:<pw$} {:>9} {:>10}",
-                if k == 0 { j.name.as_str() } else { "" },
-                r.policy,
-                pct(j.final_accuracy),
-                pct(tail_accuracy(j))
-            );
+            let name = if k == 0 { j.name.as_str() } else { "" };
+            let mut line = if trained {
+                format!(
+                    "{:<w$} {:<pw$} {:>9} {:>10}",
+                    name,
+                    r.policy,
+                    pct(j.final_accuracy),
+                    pct(tail_accuracy(j))
+                )
+            } else {
+                format!("{:<w$} {:<pw$} {:>6}", name, r.policy, j.rounds)
+            };
             for a in &ths {
                 let _ = write!(line, " {:>11}", f(j.time_to_accuracy(*a, r.tta_rule)));
             }
@@ -98,12 +122,14 @@ pub fn comparison_table(results: &[LabResult]) -> String {
     for a in &ths {
         let _ = write!(head, " {:>12}", format!("TTA {:.0}%", a * 100.0));
     }
-    let _ = write!(
-        head,
-        " {:>26} {:>26}",
-        "final acc vs base, pt",
-        format!("last {TAIL_ROUNDS} vs base, pt")
-    );
+    if trained {
+        let _ = write!(
+            head,
+            " {:>26} {:>26}",
+            "final acc vs base, pt",
+            format!("last {TAIL_ROUNDS} vs base, pt")
+        );
+    }
     let _ = writeln!(s, "{head}");
     for r in results {
         let sp = |p: Option<(f64, f64, usize)>| {
@@ -123,10 +149,11 @@ pub fn comparison_table(results: &[LabResult]) -> String {
                 sp(paired(base, r, |j| j.time_to_accuracy(*a, base.tta_rule)))
             );
         }
-        for acc in [
+        let accs = [
             (|j: &JobOutcome| j.final_accuracy) as fn(&JobOutcome) -> Option<f64>,
             tail_accuracy,
-        ] {
+        ];
+        for acc in accs.into_iter().filter(|_| trained) {
             let _ = write!(line, " {:>26}", accuracy_change(base, r, acc));
         }
         let _ = writeln!(s, "{line}");
@@ -160,6 +187,7 @@ fn accuracy_change(
 /// `compare/<job>.png` (a curve per policy) and `compare.png` (all jobs' panels in one
 /// grid) into `out`, and where the runs recorded each job's model the per-model table
 /// (appended to `compare.txt`), `by-model.csv` and `by-model.png` ([`crate::by_model`]);
+/// without accuracies (schedule-only) neither accuracy plot is drawn;
 /// returns the table.
 pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<String> {
     let text = comparison_table(results);
@@ -177,6 +205,9 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
         return Ok(text);
     };
     let (secs, axis) = base.clock.axis();
+    // Without accuracies there is nothing to draw per job (the JCTs are in the table, and
+    // across seeds in `compare-seeds.png`).
+    let trained = trained(results);
     let mut panels = Vec::new();
     for jb in &base.jobs {
         let mut series = Vec::new();
@@ -201,6 +232,9 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
             csv.push('\n');
             series.push(accuracy_series(&r.policy, &j.history, secs));
         }
+        if !trained {
+            continue;
+        }
         accuracy_png_with(
             &out.join("compare")
                 .join(format!("{}.png", crate::results::safe_name(&jb.name))),
@@ -214,7 +248,10 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
             series,
         });
     }
-    accuracy_grid_png(&out.join("compare.png"), axis, 4, &panels).map_err(std::io::Error::other)?;
+    if trained {
+        accuracy_grid_png(&out.join("compare.png"), axis, 4, &panels)
+            .map_err(std::io::Error::other)?;
+    }
     std::fs::write(out.join("compare.csv"), csv)?;
     let mut text = text;
     if let Some(per_model) = crate::by_model::write_by_model(out, results)? {

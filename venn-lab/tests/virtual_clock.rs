@@ -152,7 +152,18 @@ fn virtual_quick_trains_for_real_and_is_deterministic_across_threads() {
         );
     }
     assert!(cmp.join("compare.png").is_file());
-    for d in [one, two, dry, cmp] {
+    // Schedule-only runs compare rounds and JCTs and draw no (empty) accuracy plots.
+    let cmp_dry = out_dir("cmp-dry");
+    let mut other = rd.clone();
+    other.policy = "other".into();
+    let text = venn_lab::compare::write_comparison(&cmp_dry, &[rd.clone(), other]).unwrap();
+    assert!(text.contains("rounds") && text.contains("JCT h"), "{text}");
+    for absent in ["final acc", "TTA", "last 3"] {
+        assert!(!text.contains(absent), "{absent}: {text}");
+    }
+    assert!(!cmp_dry.join("compare.png").exists());
+    assert!(cmp_dry.join("compare.csv").is_file());
+    for d in [one, two, dry, cmp, cmp_dry] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

@@ -263,3 +263,102 @@ mod tests {
         assert!(band_polygons(&[(0.0, 1.0, 2.0)]).is_empty());
     }
 }
+
+/// One column of an [`estimates_png`]: a label, the mean with its interval, and the
+/// values it summarises (one per seed).
+#[derive(Debug, Clone, Default)]
+pub struct Estimate {
+    /// Column label (a policy).
+    pub label: String,
+    /// Mean over the values.
+    pub mean: f64,
+    /// Interval around the mean (the mean itself for one value).
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+    /// The values, drawn as small dots beside the mean.
+    pub values: Vec<f64>,
+}
+
+/// Means with their intervals, one column per [`Estimate`] (e.g. each policy's average JCT
+/// over seeds): a filled dot at the mean, a whisker over the interval, the seeds' own
+/// values as small dots. The y axis starts at 0 so that ratios read off the picture.
+pub fn estimates_png(
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+    columns: &[Estimate],
+) -> Result<(), FlError> {
+    let err = |e: String| FlError::Config(format!("plot {}: {e}", path.display()));
+    let y_max = columns
+        .iter()
+        .flat_map(|c| c.values.iter().copied().chain([c.hi, c.mean]))
+        .filter(|y| y.is_finite())
+        .fold(0.0f64, f64::max)
+        .max(f64::MIN_POSITIVE)
+        * 1.1;
+    let n = columns.len().max(1);
+    let root = BitMapBackend::new(path, ((140 * n as u32).max(420), 360)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let text = font_available();
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .margin(20)
+        .x_label_area_size(40)
+        .y_label_area_size(60);
+    if text {
+        builder.caption(title, ("sans-serif", 20));
+    }
+    let mut chart = builder
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..y_max)
+        .map_err(|e| err(e.to_string()))?;
+    let label = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            columns
+                .get(i as usize)
+                .map_or(String::new(), |c| c.label.clone())
+        } else {
+            String::new()
+        }
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh()
+        .x_labels(n + 1)
+        .x_label_formatter(&label);
+    if text {
+        mesh.y_desc(y_desc);
+    } else {
+        mesh.x_labels(0).y_labels(0);
+    }
+    mesh.draw().map_err(|e| err(e.to_string()))?;
+    for (i, c) in columns.iter().enumerate() {
+        let x = i as f64;
+        let whisker = [
+            (x - 0.12, c.lo),
+            (x + 0.12, c.lo),
+            (x, c.lo),
+            (x, c.hi),
+            (x - 0.12, c.hi),
+            (x + 0.12, c.hi),
+        ];
+        chart
+            .draw_series([
+                PathElement::new(whisker[0..2].to_vec(), BLUE.stroke_width(2)),
+                PathElement::new(whisker[2..4].to_vec(), BLUE.stroke_width(2)),
+                PathElement::new(whisker[4..6].to_vec(), BLUE.stroke_width(2)),
+            ])
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .draw_series([Circle::new((x, c.mean), 6, BLUE.filled())])
+            .map_err(|e| err(e.to_string()))?;
+        let k = c.values.len().max(1) as f64;
+        chart
+            .draw_series(c.values.iter().enumerate().map(|(j, &v)| {
+                // Spread side by side to the right of the whisker, so equal values stay visible.
+                Circle::new((x + 0.2 + 0.15 * j as f64 / k, v), 3, BLACK.filled())
+            }))
+            .map_err(|e| err(e.to_string()))?;
+    }
+    root.present().map_err(|e| err(e.to_string()))
+}

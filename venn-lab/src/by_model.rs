@@ -17,7 +17,7 @@ use std::path::Path;
 use fl_job::plot::{Panel, Series, accuracy_grid_png};
 use venn_core::stats::mean_interval;
 
-use crate::results::{Clock, JobOutcome, LabResult, paired, tail_accuracy};
+use crate::results::{Clock, JobOutcome, LabResult, any_accuracy, paired, tail_accuracy};
 
 /// The task (model) job `job` of `r` trained: the first word of its task label, if the run
 /// recorded it.
@@ -121,9 +121,7 @@ fn table_and_csv(results: &[LabResult]) -> Option<(String, String)> {
         return None;
     }
     // A schedule-only comparison has no accuracies: JCTs only.
-    let trained = results
-        .iter()
-        .any(|r| r.jobs.iter().any(|j| j.final_accuracy.is_some()));
+    let trained = any_accuracy(results);
     let thresholds: Vec<f64> = if trained {
         base.avg_tta_s.iter().map(|(a, _, _)| *a).collect()
     } else {
@@ -264,10 +262,7 @@ pub fn write_by_model(out: &Path, results: &[LabResult]) -> std::io::Result<Opti
     let axis = axis.replace(" (", " since the job arrived (");
     let panels = panels(results, secs);
     // Accuracy against time: nothing to draw without accuracies.
-    if results
-        .iter()
-        .any(|r| r.jobs.iter().any(|j| j.final_accuracy.is_some()))
-    {
+    if any_accuracy(results) {
         accuracy_grid_png(&out.join("by-model.png"), &axis, 2, &panels)
             .map_err(std::io::Error::other)?;
     }
@@ -301,12 +296,22 @@ pub fn over_seeds_table<R: AsRef<[LabResult]>>(runs: &[R]) -> Option<String> {
     if groups.is_empty() {
         return None;
     }
-    let thresholds: Vec<f64> = base.avg_tta_s.iter().map(|(a, _, _)| *a).collect();
+    let trained = any_accuracy(runs.iter().flat_map(|r| r.as_ref()));
+    let thresholds: Vec<f64> = if trained {
+        base.avg_tta_s.iter().map(|(a, _, _)| *a).collect()
+    } else {
+        Vec::new()
+    };
     let mut text = format!(
-        "per model over {} seeds: speed-up over {} on the model's jobs and their last-3 \
-         accuracy, mean [95 % interval over seeds]\n",
+        "per model over {} seeds: speed-up over {} on the model's jobs{}, mean [95 % \
+         interval over seeds]\n",
         runs.len(),
-        base.policy
+        base.policy,
+        if trained {
+            " and their last-3 accuracy"
+        } else {
+            ""
+        }
     );
     let _ = write!(
         text,
@@ -316,7 +321,10 @@ pub fn over_seeds_table<R: AsRef<[LabResult]>>(runs: &[R]) -> Option<String> {
     for a in &thresholds {
         let _ = write!(text, " {:>22}", format!("TTA {:.0}% speed-up", a * 100.0));
     }
-    let _ = writeln!(text, " {:>24}", "last-3 accuracy");
+    if trained {
+        let _ = write!(text, " {:>24}", "last-3 accuracy");
+    }
+    text.push('\n');
     for (model, names) in &groups {
         let mine = |j: &JobOutcome| names.contains(&j.name);
         for p in 0..runs[0].as_ref().len() {
@@ -354,7 +362,10 @@ pub fn over_seeds_table<R: AsRef<[LabResult]>>(runs: &[R]) -> Option<String> {
                     mean(&xs)
                 })
                 .collect();
-            let _ = writeln!(text, " {:>24}", over_seeds(&tail, true));
+            if trained {
+                let _ = write!(text, " {:>24}", over_seeds(&tail, true));
+            }
+            text.push('\n');
         }
     }
     Some(text)

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use fl_job::plot::{Panel, accuracy_grid_png, accuracy_png_with};
 
-use crate::results::{Clock, JobOutcome, LabResult, accuracy_series, paired};
+use crate::results::{Clock, JobOutcome, LabResult, accuracy_series, any_accuracy, paired};
 pub use crate::results::{TAIL_ROUNDS, tail_accuracy};
 
 /// Seconds per displayed unit and the unit's name.
@@ -36,14 +36,6 @@ fn thresholds(results: &[LabResult]) -> Vec<f64> {
         .unwrap_or_default()
 }
 
-/// Whether any job of any run has an accuracy: a schedule-only comparison has none, and
-/// its tables and plots leave accuracy out instead of showing columns of dashes.
-fn trained(results: &[LabResult]) -> bool {
-    results
-        .iter()
-        .any(|r| r.jobs.iter().any(|j| j.final_accuracy.is_some()))
-}
-
 /// The comparison as text: the per-job table, then the speed-ups over the first policy.
 /// Without accuracies (a schedule-only run) only rounds and JCTs.
 pub fn comparison_table(results: &[LabResult]) -> String {
@@ -52,7 +44,7 @@ pub fn comparison_table(results: &[LabResult]) -> String {
         return s;
     };
     let (u, uname) = unit(base.clock);
-    let trained = trained(results);
+    let trained = any_accuracy(results);
     let ths = if trained {
         thresholds(results)
     } else {
@@ -207,7 +199,7 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
     let (secs, axis) = base.clock.axis();
     // Without accuracies there is nothing to draw per job (the JCTs are in the table, and
     // across seeds in `compare-seeds.png`).
-    let trained = trained(results);
+    let trained = any_accuracy(results);
     let mut panels = Vec::new();
     for jb in &base.jobs {
         let mut series = Vec::new();

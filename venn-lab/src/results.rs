@@ -411,6 +411,14 @@ pub fn tail_accuracy(j: &JobOutcome) -> Option<f64> {
     (!tail.is_empty()).then(|| tail.iter().sum::<f64>() / tail.len() as f64)
 }
 
+/// Whether any job of `results` has an accuracy. A schedule-only run has none, and the
+/// tables and plots over it leave accuracy out instead of showing columns of dashes.
+pub fn any_accuracy<'a>(results: impl IntoIterator<Item = &'a LabResult>) -> bool {
+    results
+        .into_iter()
+        .any(|r| r.jobs.iter().any(|j| j.final_accuracy.is_some()))
+}
+
 /// `base`'s and `other`'s mean of `f` over the jobs where both have a value, and how many.
 pub(crate) fn paired(
     base: &LabResult,

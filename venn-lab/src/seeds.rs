@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use fl_job::plot::{Panel, Series, accuracy_grid_png};
+use fl_job::plot::{Estimate as Column, Panel, Series, accuracy_grid_png, estimates_png};
 use serde::Serialize;
 use venn_core::stats::{Interval, TtaRule, mean_interval};
 
@@ -228,14 +228,20 @@ impl SeedSummary {
             if self.seeds == 1 { "" } else { "s" },
             self.baseline
         );
-        let _ = writeln!(
-            s,
-            "TTA: a job reaches a threshold at the first of {} evaluations in a row at or above it{}",
-            self.tta_rule.consecutive,
-            self.eval_samples
-                .map(|n| format!("; each accuracy measured on {n} held-out samples"))
-                .unwrap_or_default()
-        );
+        // A schedule-only summary has no accuracies: JCTs only, no columns of dashes.
+        let trained = self.policies.iter().any(|p| p.tail_accuracy.n > 0);
+        if trained {
+            let _ = writeln!(
+                s,
+                "TTA: a job reaches a threshold at the first of {} evaluations in a row at or above it{}",
+                self.tta_rule.consecutive,
+                self.eval_samples
+                    .map(|n| format!("; each accuracy measured on {n} held-out samples"))
+                    .unwrap_or_default()
+            );
+        } else {
+            let _ = writeln!(s, "schedule only: nothing was trained, so JCTs only");
+        }
         let pw = self
             .policies
             .iter()
@@ -244,27 +250,34 @@ impl SeedSummary {
             .unwrap_or(0)
             .max(8);
         let _ = writeln!(s);
+        let tail = |t: String| {
+            if trained {
+                format!(" {t:>24}")
+            } else {
+                String::new()
+            }
+        };
         let _ = writeln!(
             s,
-            "{:<pw$} {:>24} {:>22} {:>8} {:>24}",
+            "{:<pw$} {:>24} {:>22} {:>8}{}",
             "policy",
             format!("avg JCT {uname}"),
             "JCT speed-up",
             "finished",
-            "last-3 accuracy %"
+            tail("last-3 accuracy %".into())
         );
         for p in &self.policies {
             let _ = writeln!(
                 s,
-                "{:<pw$} {:>24} {:>22} {:>8} {:>24}",
+                "{:<pw$} {:>24} {:>22} {:>8}{}",
                 p.policy,
                 p.avg_jct_s.value_text(u, 2),
                 p.jct_speedup.ratio_text(),
                 p.jobs_finished.value_text(1.0, 1),
-                p.tail_accuracy.value_text(0.01, 1),
+                tail(p.tail_accuracy.value_text(0.01, 1)),
             );
         }
-        for (i, a) in self.thresholds.iter().enumerate() {
+        for (i, a) in self.thresholds.iter().enumerate().filter(|_| trained) {
             let _ = writeln!(s, "\ntime to {:.0}% accuracy", a * 100.0);
             let _ = writeln!(
                 s,
@@ -288,7 +301,7 @@ impl SeedSummary {
         let _ = writeln!(s, "\nverdicts (speed-up over {}):", self.baseline);
         for p in self.policies.iter().skip(1) {
             let mut line = format!("  {:<pw$} JCT: {}", p.policy, p.jct_speedup.verdict());
-            for (i, a) in self.thresholds.iter().enumerate() {
+            for (i, a) in self.thresholds.iter().enumerate().filter(|_| trained) {
                 let _ = write!(
                     line,
                     "; TTA {:.0}%: {}",
@@ -444,11 +457,40 @@ pub fn write_seeds_numbered<R: AsRef<[LabResult]>>(
     }
     std::fs::write(out.join("compare-seeds.csv"), csv)?;
     let panels = mean_curves(runs, secs);
-    if !panels.is_empty() {
+    let trained = crate::results::any_accuracy(runs.iter().flat_map(|r| r.as_ref()));
+    if trained && !panels.is_empty() {
         accuracy_grid_png(&out.join("compare-seeds.png"), axis, 4, &panels)
             .map_err(std::io::Error::other)?;
     }
+    jct_png(&out.join("jct-seeds.png"), &summary, unit, seeds.len())?;
     Ok(text)
+}
+
+/// `jct-seeds.png`: each policy's average JCT, mean over seeds with its 95 % interval and
+/// each seed's value — the schedule's headline, drawn also when nothing was trained.
+fn jct_png(
+    path: &Path,
+    summary: &SeedSummary,
+    (secs, unit): (f64, &str),
+    seeds: usize,
+) -> std::io::Result<()> {
+    let columns: Vec<Column> = summary
+        .policies
+        .iter()
+        .filter_map(|p| {
+            let e = &p.avg_jct_s;
+            Some(Column {
+                label: p.policy.clone(),
+                mean: e.mean? / secs,
+                lo: e.lo? / secs,
+                hi: e.hi? / secs,
+                values: e.per_seed.iter().flatten().map(|v| v / secs).collect(),
+            })
+        })
+        .collect();
+    let title = format!("average JCT over {seeds} seed(s): mean, 95 % interval, each seed");
+    estimates_png(path, &title, &format!("average JCT ({unit})"), &columns)
+        .map_err(std::io::Error::other)
 }
 
 #[cfg(test)]
@@ -528,11 +570,33 @@ deadline_s = 60
             "compare.txt",
             "compare-seeds.csv",
             "compare-seeds.png",
+            "jct-seeds.png",
         ] {
             assert!(dir.join(f).is_file(), "{f}");
         }
         let csv = std::fs::read_to_string(dir.join("compare-seeds.csv")).unwrap();
         assert_eq!(csv.lines().count(), 1 + 3 * 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        // Schedule-only seeds (no accuracies): the JCT plot, no empty accuracy panels.
+        let mut untrained = runs.clone();
+        for r in untrained.iter_mut().flatten() {
+            for j in &mut r.jobs {
+                j.final_accuracy = None;
+                j.history.iter_mut().for_each(|row| row.accuracy = f64::NAN);
+            }
+        }
+        write_seeds(&dir, &untrained).unwrap();
+        assert!(dir.join("jct-seeds.png").is_file());
+        assert!(!dir.join("compare-seeds.png").exists());
+        let text = std::fs::read_to_string(dir.join("compare.txt")).unwrap();
+        assert!(
+            text.contains("JCT speed-up") && text.contains("schedule only"),
+            "{text}"
+        );
+        for absent in ["TTA", "last-3", "accuracy %"] {
+            assert!(!text.contains(absent), "{absent}: {text}");
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -20,7 +20,8 @@ pub(super) struct Args {
     out: Option<PathBuf>,
     /// Run every policy under this many seeds (replicate 0 is the config's seeds; the
     /// others derive theirs from it) and report speed-ups and accuracies as means
-    /// with 95 % intervals over seeds (summary.json, compare.txt, compare-seeds.png).
+    /// with 95 % intervals over seeds (summary.json, compare.txt, jct-seeds.png,
+    /// compare-seeds.png).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     seeds: u64,
     /// The first replicate to run (with --seeds N: replicates K..K+N, into

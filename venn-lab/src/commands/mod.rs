@@ -62,8 +62,8 @@ enum Command {
     /// tables or plots, or when seeds ran in separate invocations into one folder
     /// (`--seeds` runs write <out>/seed-<k>/<policy>, single runs <out>/<policy>).
     /// Rewrites each seed's compare.txt, compare.csv and compare/*.png and, with two or
-    /// more complete seeds, the folder's summary.json, compare.txt, compare-seeds.csv and
-    /// compare-seeds.png. A seed missing a policy, or with a cancelled run, is left out.
+    /// more complete seeds, the folder's summary.json, compare.txt, compare-seeds.csv,
+    /// jct-seeds.png and compare-seeds.png. A seed missing a policy, or with a cancelled run, is left out.
     Summarize(summarize::Args),
     /// Emulated check-ins over loopback against a manager: throughput and latency.
     ///

@@ -37,7 +37,7 @@ pub(super) struct Args {
     /// Run every policy under this many seeds (replicate 0 is the config's seeds; the
     /// others derive theirs from it: availability, dispatch, initial weights, local
     /// shuffles) and report speed-ups and accuracies as means with 95 % intervals over
-    /// seeds (summary.json, compare.txt, compare-seeds.csv, compare-seeds.png); each
+    /// seeds (summary.json, compare.txt, compare-seeds.csv, jct-seeds.png, compare-seeds.png); each
     /// seed's runs go to <out>/seed-<k>/<policy>.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     seeds: u64,

@@ -142,10 +142,12 @@ fn summarize_redraws_a_seeds_folder_from_the_command_line() {
         "summary.json",
         "compare.txt",
         "compare-seeds.csv",
-        "compare-seeds.png",
+        "jct-seeds.png",
     ] {
         std::fs::remove_file(dir.join(f)).unwrap();
     }
+    // The runs are schedule-only: no accuracy picture to draw.
+    assert!(!dir.join("compare-seeds.png").exists());
     let out = Command::new(env!("CARGO_BIN_EXE_venn-lab"))
         .args(["summarize", "--policies", "random,venn"])
         .arg(&dir)
@@ -159,9 +161,10 @@ fn summarize_redraws_a_seeds_folder_from_the_command_line() {
     );
     assert!(stdout.contains("summary over 2 seed(s)"), "{stdout}");
     assert!(read(&dir.join("summary.json")) == before);
-    for f in ["compare.txt", "compare-seeds.csv", "compare-seeds.png"] {
+    for f in ["compare.txt", "compare-seeds.csv", "jct-seeds.png"] {
         assert!(dir.join(f).is_file(), "{f} not redrawn");
     }
+    assert!(!dir.join("compare-seeds.png").exists());
     for k in 0..2 {
         assert!(dir.join(format!("seed-{k}/compare.txt")).is_file());
     }

@@ -267,7 +267,7 @@ mod tests {
 /// One column of an [`estimates_png`]: a label, the mean with its interval, and the
 /// values it summarises (one per seed).
 #[derive(Debug, Clone, Default)]
-pub struct Estimate {
+pub struct IntervalColumn {
     /// Column label (a policy).
     pub label: String,
     /// Mean over the values.
@@ -280,14 +280,14 @@ pub struct Estimate {
     pub values: Vec<f64>,
 }
 
-/// Means with their intervals, one column per [`Estimate`] (e.g. each policy's average JCT
+/// Means with their intervals, one column per [`IntervalColumn`] (e.g. each policy's average JCT
 /// over seeds): a filled dot at the mean, a whisker over the interval, the seeds' own
 /// values as small dots. The y axis starts at 0 so that ratios read off the picture.
 pub fn estimates_png(
     path: &Path,
     title: &str,
     y_desc: &str,
-    columns: &[Estimate],
+    columns: &[IntervalColumn],
 ) -> Result<(), FlError> {
     let err = |e: String| FlError::Config(format!("plot {}: {e}", path.display()));
     let y_max = columns

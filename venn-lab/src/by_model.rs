@@ -17,7 +17,9 @@ use std::path::Path;
 use fl_job::plot::{Panel, Series, accuracy_grid_png};
 use venn_core::stats::mean_interval;
 
-use crate::results::{Clock, JobOutcome, LabResult, any_accuracy, paired, tail_accuracy};
+use crate::results::{
+    Clock, JobOutcome, LabResult, any_accuracy, paired, shown_thresholds, tail_accuracy,
+};
 
 /// The task (model) job `job` of `r` trained: the first word of its task label, if the run
 /// recorded it.
@@ -122,11 +124,7 @@ fn table_and_csv(results: &[LabResult]) -> Option<(String, String)> {
     }
     // A schedule-only comparison has no accuracies: JCTs only.
     let trained = any_accuracy(results);
-    let thresholds: Vec<f64> = if trained {
-        base.avg_tta_s.iter().map(|(a, _, _)| *a).collect()
-    } else {
-        Vec::new()
-    };
+    let thresholds = shown_thresholds(base, trained);
     let (secs, u) = unit(base.clock);
     let mut text = if trained {
         format!(
@@ -297,11 +295,7 @@ pub fn over_seeds_table<R: AsRef<[LabResult]>>(runs: &[R]) -> Option<String> {
         return None;
     }
     let trained = any_accuracy(runs.iter().flat_map(|r| r.as_ref()));
-    let thresholds: Vec<f64> = if trained {
-        base.avg_tta_s.iter().map(|(a, _, _)| *a).collect()
-    } else {
-        Vec::new()
-    };
+    let thresholds = shown_thresholds(base, trained);
     let mut text = format!(
         "per model over {} seeds: speed-up over {} on the model's jobs{}, mean [95 % \
          interval over seeds]\n",

@@ -18,7 +18,9 @@ use std::path::Path;
 
 use fl_job::plot::{Panel, accuracy_grid_png, accuracy_png_with};
 
-use crate::results::{Clock, JobOutcome, LabResult, accuracy_series, any_accuracy, paired};
+use crate::results::{
+    Clock, JobOutcome, LabResult, accuracy_series, any_accuracy, paired, shown_thresholds,
+};
 pub use crate::results::{TAIL_ROUNDS, tail_accuracy};
 
 /// Seconds per displayed unit and the unit's name.
@@ -45,11 +47,7 @@ pub fn comparison_table(results: &[LabResult]) -> String {
     };
     let (u, uname) = unit(base.clock);
     let trained = any_accuracy(results);
-    let ths = if trained {
-        thresholds(results)
-    } else {
-        Vec::new()
-    };
+    let ths = shown_thresholds(base, trained);
     let w = base
         .jobs
         .iter()

@@ -419,6 +419,15 @@ pub fn any_accuracy<'a>(results: impl IntoIterator<Item = &'a LabResult>) -> boo
         .any(|r| r.jobs.iter().any(|j| j.final_accuracy.is_some()))
 }
 
+/// The accuracy thresholds `base` measured time-to-accuracy at, or none when `trained`
+/// is false (nothing reached any: a schedule-only table leaves those columns out).
+pub(crate) fn shown_thresholds(base: &LabResult, trained: bool) -> Vec<f64> {
+    if !trained {
+        return Vec::new();
+    }
+    base.avg_tta_s.iter().map(|(a, _, _)| *a).collect()
+}
+
 /// `base`'s and `other`'s mean of `f` over the jobs where both have a value, and how many.
 pub(crate) fn paired(
     base: &LabResult,

@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use fl_job::plot::{Estimate as Column, Panel, Series, accuracy_grid_png, estimates_png};
+use fl_job::plot::{IntervalColumn, Panel, Series, accuracy_grid_png, estimates_png};
 use serde::Serialize;
 use venn_core::stats::{Interval, TtaRule, mean_interval};
 
@@ -474,12 +474,12 @@ fn jct_png(
     (secs, unit): (f64, &str),
     seeds: usize,
 ) -> std::io::Result<()> {
-    let columns: Vec<Column> = summary
+    let columns: Vec<IntervalColumn> = summary
         .policies
         .iter()
         .filter_map(|p| {
             let e = &p.avg_jct_s;
-            Some(Column {
+            Some(IntervalColumn {
                 label: p.policy.clone(),
                 mean: e.mean? / secs,
                 lo: e.lo? / secs,

@@ -60,6 +60,10 @@ pub struct SubmitRound {
     pub deadline_s: f64,
     /// Fraction of `demand` that makes the round a success.
     pub min_response_fraction: f64,
+    /// Results that close the round as a success, for a job that over-commits its
+    /// demand to reach a target count; default `ceil(min_response_fraction × demand)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_at: Option<u32>,
 }
 
 /// Reply to a round submission.
@@ -104,8 +108,16 @@ pub struct RoundStatus {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CloseRound {
-    /// Success or abort.
-    pub outcome: RoundOutcome,
+    /// Success or abort, as the job decided it (say, an abort of a round whose updates
+    /// could not be aggregated). Give this or `results`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<RoundOutcome>,
+    /// Instead of an outcome: the usable results the job holds. The manager judges the
+    /// round by venn-core's close rule — a success at the request's `close_at` results,
+    /// else the authors' rule with the devices it dispatched — and the reply's `outcome`
+    /// says how it closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<u32>,
     /// What the round achieved, for the status page and `/v1/status`: optional. A job
     /// that evaluates after closing (so that evaluation does not count as response
     /// collection) repeats the close with the same outcome and its metrics: a repeated

@@ -56,6 +56,7 @@ fn loaded(policy: &str) -> ResourceManager {
             demand: 1_000_000_000,
             deadline: Time(1e12),
             min_response_fraction: 0.8,
+            close_at: None,
         };
         rm.submit_request(id, req, now).unwrap();
     }

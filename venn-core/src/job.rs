@@ -57,6 +57,30 @@ pub struct RoundRequest {
     pub deadline: Time,
     /// Fraction of `demand` whose results make the round a success.
     pub min_response_fraction: f64,
+    /// Results that close the round early as a success, where the job over-commits its
+    /// demand to reach a target count; `None`: `ceil(fraction × demand)`
+    /// (`rules::RoundRule::closing_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_at: Option<u32>,
+}
+
+impl RoundRequest {
+    /// A request for `demand` devices by `deadline`, a success once `fraction` of them
+    /// responded.
+    pub fn new(demand: u32, deadline: Time, min_response_fraction: f64) -> Self {
+        RoundRequest {
+            demand,
+            deadline,
+            min_response_fraction,
+            close_at: None,
+        }
+    }
+
+    /// The request closing early at `results` results instead (over-commitment).
+    pub fn closing_at(mut self, results: Option<u32>) -> Self {
+        self.close_at = results;
+        self
+    }
 }
 
 /// A device-capacity band a request is restricted to by tier matching: devices whose

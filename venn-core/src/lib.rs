@@ -22,7 +22,11 @@
 //! - [`manager`]: the state machine: inputs (register, request, check-in, task events,
 //!   close) → [`Decision`]s.
 //! - [`rules`]: when a round closes and how ([`rules::RoundRule`]: early at enough
-//!   results, else the authors' rule at the deadline), for the simulator and the live job.
+//!   results, else the authors' rule at the deadline).
+//! - [`closing`]: who applies that rule, and when — the core's round timers
+//!   ([`ResourceManager::poll_timeout`] / [`ResourceManager::handle_timeout`]), the early
+//!   close on enough results, and [`ResourceManager::judge_round`] for a live job that holds
+//!   its results ([`RoundClosing`]).
 //! - [`fit`]: the device's acceptance rule ([`FitRule`]): it takes the first offered job
 //!   whose task fits before its session ends.
 //! - [`policy`]: the [`Policy`] trait and the policies ([`PolicyKind`]): `venn` (IRS +
@@ -47,22 +51,26 @@
 //! is marked dirty. The next device check-in ([`ResourceManager::check_in`]) re-plans once
 //! (IRS assigns each Venn cell to a group), then maps the device's cell to a group and the
 //! group's head job. When the demand is met the request leaves the queue. Devices report
-//! ([`ResourceManager::task_finished`]) or fail; the driver closes the round
-//! ([`ResourceManager::close_round`]) on success or deadline, aggregates, and submits the
-//! next round.
+//! ([`ResourceManager::task_finished`]) or fail; the round closes when enough results are
+//! in (the core's close rule) or when it falls due (the driver calls
+//! [`ResourceManager::handle_timeout`] at [`ResourceManager::poll_timeout`]); the job
+//! aggregates and submits the next round.
 //!
 //! ```
 //! use venn_core::*;
 //! let mut rm = ResourceManager::with_policy(ManagerConfig::default(), &PolicyConfig::named("venn")).unwrap();
 //! let job = rm.register_job(JobSpec::new("keyboard", Requirement::any()), Time(0.0)).unwrap();
-//! let round = rm.submit_request(job, RoundRequest { demand: 1, deadline: Time(600.0), min_response_fraction: 1.0 }, Time(0.0)).unwrap();
+//! let round = rm.submit_request(job, RoundRequest::new(1, Time(600.0), 1.0), Time(0.0)).unwrap();
 //! let d = rm.check_in(DeviceId(7), &DeviceProfile::new(4.0, 512.0, 10.0), Time(1.0));
 //! assert_eq!(d, Decision::Assigned { job, round });
-//! rm.task_finished(job, round, DeviceId(7), Time(30.0)).unwrap();
-//! rm.close_round(job, round, RoundOutcome::Success, Time(30.0)).unwrap();
+//! assert_eq!(rm.poll_timeout(), Some(Time(600.0)));
+//! let done = rm.task_finished(job, round, DeviceId(7), Time(30.0)).unwrap();
+//! assert_eq!(done.closed.unwrap().outcome, RoundOutcome::Success);
+//! assert_eq!(rm.poll_timeout(), None);
 //! ```
 
 pub mod admission;
+pub mod closing;
 pub mod error;
 pub mod fit;
 pub mod groups;
@@ -82,6 +90,7 @@ pub mod stats;
 pub mod supply;
 pub mod time;
 
+pub use closing::{ClosedRound, RoundClosing, TaskDone};
 pub use error::CoreError;
 pub use fit::FitRule;
 pub use groupset::{GroupIdx, GroupSet, MAX_GROUPS};

@@ -9,6 +9,7 @@
 //! Planning is lazy: any input that changes a queue marks the plan dirty, and the next
 //! check-in re-plans once before deciding. A check-in on a clean plan is a lookup.
 
+use crate::closing::{RoundClosing, TaskDone};
 use crate::error::CoreError;
 use crate::fit::FitRule;
 use crate::groups::Groups;
@@ -37,6 +38,11 @@ pub struct ManagerConfig {
     /// ([`crate::fit`]; the authors' nominal-time rule by default).
     #[serde(default)]
     pub fit: FitRule,
+    /// Who closes rounds: the core, on enough results and at the deadline (the
+    /// simulator), or the job, with the core aborting rounds left open past a grace (the
+    /// live manager). See [`crate::closing`].
+    #[serde(default)]
+    pub closing: RoundClosing,
 }
 
 /// What a checked-in device should do.
@@ -84,6 +90,7 @@ pub struct ResourceManager {
     dirty: bool,
     counters: Counters,
     fit: FitRule,
+    closing: RoundClosing,
     /// The offer buffer, reused across check-ins.
     offer: Vec<JobId>,
     /// The class the last check-in was counted in.
@@ -103,6 +110,7 @@ impl ResourceManager {
             dirty: true,
             counters: Counters::default(),
             fit: cfg.fit,
+            closing: cfg.closing,
             offer: Vec::new(),
             last_class: None,
         }
@@ -383,14 +391,16 @@ impl ResourceManager {
         Ok(())
     }
 
-    /// The device reported its result. Returns the task's response time in seconds.
+    /// The device reported its result: its response time, and the round's record if the
+    /// result closed it (under [`RoundClosing::Core`], once the rule's `close_at` results
+    /// are in).
     pub fn task_finished(
         &mut self,
         job: JobId,
         round: RoundId,
         device: DeviceId,
         now: Time,
-    ) -> Result<f64, CoreError> {
+    ) -> Result<TaskDone, CoreError> {
         let t = self.task_mut(job, round, device)?;
         t.state = TaskState::Finished;
         let sample = TaskSample {
@@ -403,7 +413,16 @@ impl ResourceManager {
             .expect("task_mut checked the round")
             .finished += 1;
         j.history.push_task(sample);
-        Ok(sample.response_s)
+        let r = self.jobs[&job].current.as_ref().expect("still open");
+        let closed = if self.closes_early(r) {
+            Some(self.close_round(job, round, RoundOutcome::Success, now)?)
+        } else {
+            None
+        };
+        Ok(TaskDone {
+            response_s: sample.response_s,
+            closed,
+        })
     }
 
     /// The device failed or dropped out of its task.
@@ -424,7 +443,10 @@ impl ResourceManager {
         Ok(())
     }
 
-    /// Closes the open round of `job`. An abort keeps the round number for the retry.
+    /// Closes the open round of `job` with the outcome its driver chose (an abort, say, of
+    /// a round whose updates could not be aggregated); rounds judged by the close rule
+    /// close through [`ResourceManager::handle_timeout`], [`ResourceManager::task_finished`]
+    /// or [`ResourceManager::judge_round`]. An abort keeps the round number for the retry.
     pub fn close_round(
         &mut self,
         job: JobId,
@@ -464,6 +486,11 @@ impl ResourceManager {
     }
 
     // ---- queries ------------------------------------------------------------------
+
+    /// Who closes rounds ([`ManagerConfig::closing`]).
+    pub fn closing(&self) -> RoundClosing {
+        self.closing
+    }
 
     /// A registered job.
     pub fn job(&self, id: JobId) -> Option<&JobState> {

@@ -249,6 +249,7 @@ pub fn run_policy(
                 demand: inst.jobs[j].demand,
                 deadline,
                 min_response_fraction: 1.0,
+                close_at: None,
             };
             rm.submit_request(id, req, now)?;
             ids[j] = Some(id);

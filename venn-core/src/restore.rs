@@ -157,15 +157,19 @@ mod tests {
             demand: 3,
             deadline: Time(100.0),
             min_response_fraction: 1.0,
+            close_at: None,
         };
         let r0 = a.submit_request(job, req, Time(0.0)).unwrap();
+        let mut closed = None;
         for d in 0..3 {
             a.check_in(DeviceId(d), &dev, Time(1.0));
-            a.task_finished(job, r0, DeviceId(d), Time(5.0)).unwrap();
+            closed = a
+                .task_finished(job, r0, DeviceId(d), Time(5.0))
+                .unwrap()
+                .closed;
         }
-        let rec = a
-            .close_round(job, r0, RoundOutcome::Success, Time(5.0))
-            .unwrap();
+        let rec = closed.expect("the third result closes the round");
+        assert_eq!(rec.outcome, RoundOutcome::Success);
         let r1 = a.submit_request(job, req, Time(6.0)).unwrap();
         assert!(matches!(
             a.check_in(DeviceId(9), &dev, Time(7.0)),

@@ -7,7 +7,7 @@
 //! devices were dispatched and at least `fraction × min(dispatched, demand)` of them
 //! returned (and at least one did), else an abort that the job retries.
 
-use crate::job::RoundOutcome;
+use crate::job::{RoundOutcome, RoundRequest};
 use serde::{Deserialize, Serialize};
 
 /// The close rule of one round request.
@@ -29,6 +29,15 @@ impl RoundRule {
             demand,
             min_response_fraction,
             close_at: ((f64::from(demand) * min_response_fraction).ceil() as u32).max(1),
+        }
+    }
+
+    /// The rule a round request is judged by (its over-commit count, if it names one).
+    pub fn of(req: &RoundRequest) -> Self {
+        let rule = RoundRule::new(req.demand, req.min_response_fraction);
+        match req.close_at {
+            Some(n) => rule.closing_at(n),
+            None => rule,
         }
     }
 

@@ -88,6 +88,7 @@ fn request(demand: u32) -> RoundRequest {
         demand,
         deadline: Time(1000.0),
         min_response_fraction: 1.0,
+        close_at: None,
     }
 }
 

@@ -49,6 +49,7 @@ fn request(demand: u32, now: f64, deadline_in: f64) -> RoundRequest {
         demand,
         deadline: Time(now + deadline_in),
         min_response_fraction: 1.0,
+        close_at: None,
     }
 }
 

@@ -39,6 +39,7 @@ fn request(rm: &mut ResourceManager, j: JobId, demand: u32, now: f64) -> RoundId
             demand,
             deadline: Time(now + 10_000.0),
             min_response_fraction: 1.0,
+            close_at: None,
         },
         Time(now),
     )

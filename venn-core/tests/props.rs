@@ -123,7 +123,7 @@ proptest! {
                 }
                 Op::Submit(k, d) => {
                     let j = jid(&ids, k);
-                    let req = RoundRequest { demand: d as u32, deadline: Time(now + 100.0), min_response_fraction: 0.8 };
+                    let req = RoundRequest { demand: d as u32, deadline: Time(now + 100.0), min_response_fraction: 0.8, close_at: None };
                     let r = rm.submit_request(j, req, Time(now));
                     match rm.job(j) {
                         None => prop_assert_eq!(r, Err(CoreError::UnknownJob(j))),
@@ -175,9 +175,12 @@ proptest! {
 
 #[test]
 fn unknown_ids_are_errors_not_panics() {
-    let mut rm =
-        ResourceManager::with_policy(ManagerConfig::default(), &PolicyConfig::named("venn"))
-            .unwrap();
+    // The job closes its rounds, so a first result leaves the round open for a second.
+    let cfg = ManagerConfig {
+        closing: RoundClosing::Job { grace_s: 0.0 },
+        ..ManagerConfig::default()
+    };
+    let mut rm = ResourceManager::with_policy(cfg, &PolicyConfig::named("venn")).unwrap();
     let t = Time(1.0);
     assert_eq!(
         rm.remove_job(JobId(4), t).unwrap_err(),
@@ -194,6 +197,7 @@ fn unknown_ids_are_errors_not_panics() {
         demand: 2,
         deadline: Time(50.0),
         min_response_fraction: 0.5,
+        close_at: None,
     };
     let round = rm.submit_request(job, req, t).unwrap();
     assert!(matches!(

@@ -139,6 +139,7 @@ pub async fn register_busy_jobs(base: &str) -> Result<(), ClientError> {
             demand: venn_api::manager::limits::MAX_DEMAND,
             deadline_s: 3600.0,
             min_response_fraction: 0.8,
+            close_at: None,
         })
         .await?;
     }

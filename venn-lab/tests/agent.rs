@@ -33,6 +33,7 @@ use venn_api::job::{
 };
 use venn_api::manager::{CheckIn, CheckInReply, RegisterJob, SubmitRound};
 use venn_core::{DeviceProfile, RoundOutcome};
+use venn_manager::service::CloseWith;
 use venn_manager::{Clock, Manager, Settings};
 use venn_traces::{CheckInRow, SyntheticOptions};
 
@@ -664,6 +665,7 @@ fn submit(job: &Job, demand: u32, weights: Vec<u8>) -> u32 {
                 demand,
                 deadline_s: 60.0,
                 min_response_fraction: 1.0,
+                close_at: None,
             },
         )
         .unwrap();
@@ -713,7 +715,7 @@ async fn twenty_devices_serve_two_rounds() {
         job.job_id,
         Some(&job.token),
         r0,
-        RoundOutcome::Success,
+        CloseWith::Outcome(RoundOutcome::Success),
         None,
     );
     let w1 = average(&job, r0);
@@ -729,7 +731,7 @@ async fn twenty_devices_serve_two_rounds() {
         job.job_id,
         Some(&job.token),
         r1,
-        RoundOutcome::Success,
+        CloseWith::Outcome(RoundOutcome::Success),
         None,
     );
     // The job counts an update when its body arrives; the agent counts it when the

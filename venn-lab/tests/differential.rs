@@ -11,8 +11,9 @@
 //! by a fixed workload, two nested device specs, four jobs with deadlines that some
 //! rounds miss (abort and retry) and some meet only under the authors' deadline rule.
 //! The manager-side driver does what a live deployment does — devices check in with the
-//! time they have left, report results or failures, jobs close rounds by venn-core's
-//! `RoundRule` with the manager's count of dispatched devices — replaying the simulator's
+//! time they have left, report results or failures, jobs count their results and ask the
+//! manager to judge each round (by venn-core's close rule, with the devices it dispatched)
+//! once they hold their target count or at the deadline — replaying the simulator's
 //! event order (results and deadlines before a check-in at the same instant). With
 //! admission, jobs register with the simulator's statements of work, a held job opens
 //! its first round at its plan's launch (as fl-job's runner does), and the driver calls
@@ -27,9 +28,9 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use venn_api::manager::{CheckIn, CheckInReply, RegisterJob, SubmitRound};
 use venn_core::admission::AdmissionParams;
 use venn_core::job::TaskState;
-use venn_core::rules::RoundRule;
 use venn_core::{DataPartition, PolicyRegistry, RoundOutcome, TaskWork};
 use venn_manager::error::ServiceError;
+use venn_manager::service::CloseWith;
 use venn_manager::{Clock, Manager, Settings};
 use venn_sim::engine::admission::{AdmissionSim, job_statements};
 use venn_sim::engine::{
@@ -235,7 +236,8 @@ struct Live {
     ids: Vec<Option<(u64, String)>>,
     open: Vec<Option<(u32, u32)>>, // (round, attempt)
     results: Vec<u32>,
-    rules: Vec<RoundRule>,
+    /// Results at which each job closes its round early (as fl-job's runner does).
+    needed: Vec<u32>,
     done: Vec<u32>,
     /// Successful rounds that complete each job (its real rounds under admission).
     targets: Vec<u32>,
@@ -271,22 +273,26 @@ impl Live {
                     demand: row.demand,
                     deadline_s: row.deadline_s,
                     min_response_fraction: row.min_response_fraction,
+                    close_at: Some(self.needed[j]),
                 },
             )
             .unwrap();
         let attempt = self.open[j].map_or(0, |o| o.1) + 1;
         self.open[j] = Some((sub.round, attempt));
         self.results[j] = 0;
-        self.rules[j] = RoundRule::new(row.demand, row.min_response_fraction);
         self.push(now + row.deadline_s, Ev::Deadline { job: j, attempt });
     }
 
-    fn close(&mut self, input: &SimInput, j: usize, now: f64, outcome: RoundOutcome) {
+    /// Job `j` asks the manager to judge its round with the results it holds.
+    fn close(&mut self, input: &SimInput, j: usize, now: f64) {
         let (round, attempt) = self.open[j].expect("open");
         let (id, token) = self.ids[j].clone().expect("registered");
-        self.m
-            .close_round(id, Some(&token), round, outcome, None)
+        let how = CloseWith::Results(self.results[j]);
+        let status = self
+            .m
+            .close_round(id, Some(&token), round, how, None)
             .unwrap();
+        let outcome = status.outcome.expect("closed");
         self.steps.push(Step::Close(now, j, round, outcome));
         self.open[j] = None;
         if outcome == RoundOutcome::Success {
@@ -330,7 +336,14 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> (Vec<Step>, u64) {
         ids: vec![None; jobs],
         open: vec![None; jobs],
         results: vec![0; jobs],
-        rules: vec![RoundRule::new(1, 1.0); jobs],
+        needed: input
+            .jobs
+            .iter()
+            .map(|j| {
+                let default = (f64::from(j.row.demand) * j.row.min_response_fraction).ceil();
+                j.close_at.unwrap_or((default as u32).max(1))
+            })
+            .collect(),
         done: vec![0; jobs],
         targets: (0..jobs)
             .map(|j| {
@@ -432,16 +445,13 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> (Vec<Step>, u64) {
                     }
                 }
                 Ev::Deadline { job, attempt } => {
-                    let Some((round, a)) = l.open[job] else {
+                    let Some((_, a)) = l.open[job] else {
                         continue;
                     };
                     if a != attempt {
                         continue;
                     }
-                    let id = l.ids[job].as_ref().unwrap().0;
-                    let status = l.m.round_status(id, round).unwrap();
-                    let outcome = l.rules[job].at_deadline(status.assigned, l.results[job]);
-                    l.close(input, job, t, outcome);
+                    l.close(input, job, t);
                 }
                 Ev::TaskEnd {
                     job,
@@ -461,8 +471,8 @@ fn live_run(input: &SimInput, cfg: &SimConfig) -> (Vec<Step>, u64) {
                     assert_eq!(reported.is_ok(), current, "task {task} of job {job}");
                     if ok && current {
                         l.results[job] += 1;
-                        if l.rules[job].closes_early(l.results[job]) {
-                            l.close(input, job, t, RoundOutcome::Success);
+                        if l.results[job] >= l.needed[job] {
+                            l.close(input, job, t);
                         }
                     }
                 }

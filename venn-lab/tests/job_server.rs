@@ -132,6 +132,7 @@ async fn submit(api: &JobSession) -> u32 {
         demand: 2,
         deadline_s: 60.0,
         min_response_fraction: 1.0,
+        close_at: None,
     })
     .await
     .unwrap()

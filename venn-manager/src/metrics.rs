@@ -25,7 +25,7 @@ pub struct Metrics {
     pub tasks_expired: AtomicU64,
     /// Rounds closed as success.
     pub rounds_success: AtomicU64,
-    /// Rounds closed as abort (by the job or by the deadline sweeper).
+    /// Rounds closed as abort (by the job, or by the core's round timer in the sweep).
     pub rounds_abort: AtomicU64,
     /// Connections closed at accept because the server was at its connection limit.
     pub connections_refused: AtomicU64,

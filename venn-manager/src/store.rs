@@ -31,8 +31,9 @@ use venn_core::{JobSpec, RoundOutcome, RoundRequest, Time};
 
 /// Schema version written to `meta` (2: `admissions`; 3: `admission_slots`; 4: tokens
 /// kept as digests; 5: `round_metrics` and `supply_minutes`, for the status page, and
-/// `job_credentials`, for the per-credential quota).
-const SCHEMA_VERSION: &str = "6";
+/// `job_credentials`, for the per-credential quota; 6: `round_metrics.eval_samples`;
+/// 7: `rounds.close_at`, an over-committed request's own close count).
+const SCHEMA_VERSION: &str = "7";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,7 +45,7 @@ CREATE TABLE IF NOT EXISTS jobs(
 CREATE TABLE IF NOT EXISTS rounds(
   job_id INTEGER NOT NULL, round INTEGER NOT NULL, attempt INTEGER NOT NULL,
   demand INTEGER NOT NULL, deadline REAL NOT NULL, min_response_fraction REAL NOT NULL,
-  submitted_at REAL NOT NULL, fulfilled_at REAL, closed_at REAL, outcome TEXT,
+  submitted_at REAL NOT NULL, fulfilled_at REAL, closed_at REAL, outcome TEXT, close_at INTEGER,
   PRIMARY KEY(job_id, round, attempt));
 CREATE TABLE IF NOT EXISTS tasks(
   token TEXT PRIMARY KEY, job_id INTEGER NOT NULL, round INTEGER NOT NULL,
@@ -69,6 +70,18 @@ CREATE TABLE IF NOT EXISTS supply_minutes(
 CREATE TABLE IF NOT EXISTS job_credentials(
   job_id INTEGER PRIMARY KEY, credential TEXT NOT NULL);
 ";
+
+/// Schema 7 added `rounds.close_at` (a request's own close count, when it over-commits); a
+/// database from before gets the column, empty: its rounds close at the default count.
+fn add_close_at_column(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn
+        .prepare("SELECT 1 FROM pragma_table_info('rounds') WHERE name = 'close_at'")?
+        .exists([])?;
+    if !has {
+        conn.execute_batch("ALTER TABLE rounds ADD COLUMN close_at INTEGER")?;
+    }
+    Ok(())
+}
 
 /// Schema 6 added `round_metrics.eval_samples` (the size of the set each accuracy was
 /// measured on, for its interval); a database from before gets the column, empty for its
@@ -405,6 +418,7 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
         add_eval_samples_column(&conn)?;
+        add_close_at_column(&conn)?;
         hash_stored_tokens(&conn)?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES('schema_version', ?1)
@@ -490,9 +504,9 @@ impl Store {
         at: Time,
     ) -> rusqlite::Result<()> {
         self.conn.execute(
-            "INSERT INTO rounds(job_id, round, attempt, demand, deadline, min_response_fraction, submitted_at)
-             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![job as i64, round, attempt, req.demand, req.deadline.secs(), req.min_response_fraction, at.secs()],
+            "INSERT INTO rounds(job_id, round, attempt, demand, deadline, min_response_fraction, submitted_at, close_at)
+             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![job as i64, round, attempt, req.demand, req.deadline.secs(), req.min_response_fraction, at.secs(), req.close_at],
         )?;
         Ok(())
     }
@@ -765,7 +779,8 @@ impl Store {
                     fulfilled_at, closed_at, outcome,
                     (SELECT COUNT(*) FROM tasks t WHERE (t.job_id, t.round, t.attempt) = (r.job_id, r.round, r.attempt)),
                     (SELECT COUNT(*) FROM tasks t WHERE (t.job_id, t.round, t.attempt) = (r.job_id, r.round, r.attempt) AND t.state = 'finished'),
-                    (SELECT COUNT(*) FROM tasks t WHERE (t.job_id, t.round, t.attempt) = (r.job_id, r.round, r.attempt) AND t.state = 'failed')
+                    (SELECT COUNT(*) FROM tasks t WHERE (t.job_id, t.round, t.attempt) = (r.job_id, r.round, r.attempt) AND t.state = 'failed'),
+                    r.close_at
              FROM rounds r JOIN jobs j ON j.id = r.job_id WHERE j.state = 'active'
              ORDER BY r.job_id, r.round, r.attempt",
         )?;
@@ -779,6 +794,7 @@ impl Store {
                     demand: r.get(3)?,
                     deadline: Time(r.get(4)?),
                     min_response_fraction: r.get(5)?,
+                    close_at: r.get(13)?,
                 },
                 submitted_at: r.get(6)?,
                 fulfilled_at: r.get(7)?,
@@ -884,10 +900,44 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(rows, vec![(0, None), (1, Some(2000))]);
-        assert_eq!(store.meta("schema_version").unwrap().as_deref(), Some("6"));
+        assert_eq!(store.meta("schema_version").unwrap().as_deref(), Some("7"));
         drop(store);
         // Opening it again leaves the column alone.
         Store::open(&path).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_database_from_before_close_at_gets_the_column() {
+        let dir = std::env::temp_dir().join(format!("venn-store-close-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.db");
+        {
+            // Schema 6's rounds table, with a round submitted before the column existed.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE rounds(
+                   job_id INTEGER NOT NULL, round INTEGER NOT NULL, attempt INTEGER NOT NULL,
+                   demand INTEGER NOT NULL, deadline REAL NOT NULL, min_response_fraction REAL NOT NULL,
+                   submitted_at REAL NOT NULL, fulfilled_at REAL, closed_at REAL, outcome TEXT,
+                   PRIMARY KEY(job_id, round, attempt));
+                 INSERT INTO rounds VALUES(1, 0, 0, 5, 100.0, 0.8, 0.0, NULL, NULL, NULL);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let req = RoundRequest::new(10, Time(200.0), 0.8).closing_at(Some(6));
+        store.insert_round(1, 1, 0, &req, Time(100.0)).unwrap();
+        let rows: Vec<(u32, Option<u32>)> = store
+            .conn
+            .prepare("SELECT round, close_at FROM rounds ORDER BY round")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, vec![(0, None), (1, Some(6))]);
+        drop(store);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

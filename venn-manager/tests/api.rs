@@ -99,9 +99,11 @@ async fn a_round_from_registration_to_finish() {
         "POST",
         &format!("/v1/jobs/{job}/rounds/0/close"),
         Some(&token),
-        Some(r#"{"outcome":"success"}"#),
+        Some(r#"{"results":1}"#),
     )
     .await;
+    // The job holds 1 usable result of the 2 requested at 50 %: the manager judges the
+    // round a success by venn-core's close rule.
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(
         (v["state"].as_str(), v["outcome"].as_str()),
@@ -248,6 +250,19 @@ async fn every_client_error_is_json_and_names_the_problem() {
             StatusCode::UNPROCESSABLE_ENTITY,
             Some("min_response_fraction")
         )
+    );
+    // An over-commit count beyond the demand could never close the round.
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":2,"deadline_s":9,"min_response_fraction":0.5,"close_at":3}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("close_at"))
     );
     let (s, v) = call(
         &app,
@@ -404,6 +419,22 @@ async fn every_client_error_is_json_and_names_the_problem() {
     )
     .await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    // A close names an outcome or the results to judge, not both, not neither.
+    for body in [r#"{}"#, r#"{"outcome":"abort","results":1}"#] {
+        let (s, v) = call(
+            &app,
+            "POST",
+            &format!("/v1/jobs/{job}/rounds/0/close"),
+            Some(&token),
+            Some(body),
+        )
+        .await;
+        assert_eq!(
+            (s, v["error"]["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("outcome")),
+            "{body}: {v}"
+        );
+    }
     let (s, v) = call(&app, "GET", "/v2/nothing", None, None).await;
     assert_eq!((s, err_code(&v)), (StatusCode::NOT_FOUND, "not_found"));
     // A known path with the wrong method: a 405 with a JSON body too.

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use venn_api::manager::{CheckIn, RegisterJob, RoundMetrics, SubmitRound};
 use venn_core::{DeviceProfile, Requirement, RoundOutcome};
+use venn_manager::service::CloseWith;
 use venn_manager::{Clock, Manager, Settings};
 
 fn chromium() -> Option<PathBuf> {
@@ -84,6 +85,7 @@ fn round(m: &Manager, clock: &Clock, job: &Job, device0: u64, accuracy: f64) {
                 demand: 2,
                 deadline_s: 600.0,
                 min_response_fraction: 1.0,
+                close_at: None,
             },
         )
         .unwrap();
@@ -103,8 +105,14 @@ fn round(m: &Manager, clock: &Clock, job: &Job, device0: u64, accuracy: f64) {
         participants: Some(2),
         eval_samples: Some(2000),
     };
-    m.close_round(job.id, t, sub.round, RoundOutcome::Success, Some(metrics))
-        .unwrap();
+    m.close_round(
+        job.id,
+        t,
+        sub.round,
+        CloseWith::Outcome(RoundOutcome::Success),
+        Some(metrics),
+    )
+    .unwrap();
     m.flush_checkins().unwrap();
 }
 
@@ -280,6 +288,7 @@ fn the_status_page_loads_clean_shows_both_jobs_and_updates() {
             demand: 3,
             deadline_s: 600.0,
             min_response_fraction: 1.0,
+            close_at: None,
         },
     )
     .unwrap();

@@ -63,6 +63,7 @@ async fn every_endpoint_through_the_typed_client() {
             demand: 1,
             deadline_s: 60.0,
             min_response_fraction: 1.0,
+            close_at: None,
         })
         .await
         .unwrap();
@@ -121,6 +122,7 @@ async fn every_endpoint_through_the_typed_client() {
             demand: 1,
             deadline_s: 1.0,
             min_response_fraction: 1.0,
+            close_at: None,
         })
         .send()
         .await

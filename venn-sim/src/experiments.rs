@@ -116,6 +116,7 @@ pub fn measure_overhead(
                 demand: 1_000_000,
                 deadline: Time(1e12),
                 min_response_fraction: 0.8,
+                close_at: None,
             },
             Time(t),
         )?;

@@ -23,7 +23,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use venn_api::client::{JobSession, ManagerClient};
 use venn_api::manager::{RegisterJob, RoundMetrics, SubmitRound};
-use venn_core::rules::RoundRule;
 use venn_core::{RoundOutcome, TaskCost};
 
 /// Where the job runs and reports.
@@ -216,6 +215,7 @@ async fn rounds_loop(
                     demand: cfg.demand(),
                     deadline_s: cfg.deadline_s,
                     min_response_fraction: cfg.min_response_fraction,
+                    close_at: Some(needed as u32),
                 })
                 .await;
             let opened = {
@@ -239,7 +239,8 @@ async fn rounds_loop(
             let sub = opened?;
             let deadline = tokio::time::Instant::now()
                 + Duration::from_secs_f64((sub.deadline - epoch_now()).max(0.0));
-            let enough = loop {
+            // Wait for `needed` accepted updates or the deadline, whichever comes first.
+            loop {
                 let notified = shared.notify.notified();
                 let have = shared
                     .slot
@@ -247,38 +248,22 @@ async fn rounds_loop(
                     .unwrap_or_else(|e| e.into_inner())
                     .as_ref()
                     .map_or(0, |s| s.accepted.len());
-                if have >= needed {
-                    break true;
+                if have >= needed || tokio::time::timeout_at(deadline, notified).await.is_err() {
+                    break;
                 }
-                if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                    break false;
-                }
-            };
+            }
             let slot = {
                 let mut g = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
                 shared.closed.fetch_add(1, Ordering::SeqCst);
                 g.take()
             };
-            // At the deadline the round may still count: venn-core's rule (the one the
-            // simulator applies) with the manager's count of dispatched devices.
-            let have = slot.as_ref().map_or(0, |s| s.accepted.len()) as u32;
-            let enough = enough
-                || (have > 0
-                    && {
-                        let rule = RoundRule::new(cfg.demand(), cfg.min_response_fraction)
-                            .closing_at(needed as u32);
-                        match api.client().round(api.job_id, sub.round).await {
-                            Ok(st) => rule.at_deadline(st.assigned, have) == RoundOutcome::Success,
-                            Err(e) => {
-                                tracing::warn!(job = api.job_id, round = r, error = %e, "round status unavailable at the deadline");
-                                false
-                            }
-                        }
-                    });
-            // Aggregate before closing: a round whose updates cannot be combined into a
-            // finite model is aborted and retried like one that missed its deadline, so
-            // one bad device cannot end the job.
-            let aggregated = match slot.filter(|_| enough) {
+            // Aggregate what arrived, then let the manager judge the round by venn-core's
+            // close rule with the updates that could be combined: a success at `needed`,
+            // else (at the deadline) the authors' rule with the devices it dispatched. A
+            // round whose updates cannot be combined into a finite model is aborted and
+            // retried like one that missed its deadline, so one bad device cannot end the
+            // job.
+            let aggregated = match slot.filter(|s| !s.accepted.is_empty()) {
                 Some(s) => match aggregate_checked(task, shared, s.accepted, server_state).await {
                     Ok(a) => Some(a),
                     Err(e) => {
@@ -288,12 +273,14 @@ async fn rounds_loop(
                 },
                 None => None,
             };
-            let outcome = if aggregated.is_some() {
-                RoundOutcome::Success
-            } else {
-                RoundOutcome::Abort
+            let status = match &aggregated {
+                Some(a) => {
+                    api.close_round_judged(sub.round, a.participants as u32)
+                        .await?
+                }
+                None => api.close_round(sub.round, RoundOutcome::Abort).await?,
             };
-            let status = api.close_round(sub.round, outcome).await?;
+            let aggregated = aggregated.filter(|_| status.outcome == Some(RoundOutcome::Success));
             if let Some(a) = aggregated {
                 break (a, status);
             }

@@ -198,13 +198,39 @@ impl JobSession {
         outcome: RoundOutcome,
         metrics: Option<RoundMetrics>,
     ) -> Result<RoundStatus, ClientError> {
-        let url = self.client.url(&paths::round_close(self.job_id, round));
-        call(
-            PEER,
-            self.authed(self.client.http.post(url))
-                .json(&CloseRound { outcome, metrics }),
+        self.post_close(
+            round,
+            &CloseRound {
+                outcome: Some(outcome),
+                results: None,
+                metrics,
+            },
         )
         .await
+    }
+
+    /// `POST /v1/jobs/{id}/rounds/{round}/close` with the usable results the job holds:
+    /// the manager judges the round by venn-core's close rule, and the reply's `outcome`
+    /// says how it closed.
+    pub async fn close_round_judged(
+        &self,
+        round: u32,
+        results: u32,
+    ) -> Result<RoundStatus, ClientError> {
+        self.post_close(
+            round,
+            &CloseRound {
+                outcome: None,
+                results: Some(results),
+                metrics: None,
+            },
+        )
+        .await
+    }
+
+    async fn post_close(&self, round: u32, body: &CloseRound) -> Result<RoundStatus, ClientError> {
+        let url = self.client.url(&paths::round_close(self.job_id, round));
+        call(PEER, self.authed(self.client.http.post(url)).json(body)).await
     }
 
     /// `POST /v1/jobs/{id}/finish`: the job completed.

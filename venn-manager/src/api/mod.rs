@@ -6,7 +6,7 @@
 //! | `GET /v1/jobs/{id}` | anyone | job status (+ `plan`, `held` when admitted; 410 once evicted) |
 //! | `POST /v1/jobs/{id}/rounds` | job (bearer) | submit a round request |
 //! | `GET /v1/jobs/{id}/rounds/{round}` | anyone | round status |
-//! | `POST /v1/jobs/{id}/rounds/{round}/close` | job (bearer) | close: success or abort |
+//! | `POST /v1/jobs/{id}/rounds/{round}/close` | job (bearer) | close: success or abort, or judged by the core's close rule from the job's `results` |
 //! | `POST /v1/jobs/{id}/finish` | job (bearer) | the job completed |
 //! | `DELETE /v1/jobs/{id}` | job (bearer) | cancel the job |
 //! | `POST /v1/check-in` | device | → assignment or `retry_after_s` |

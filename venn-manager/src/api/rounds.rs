@@ -3,6 +3,8 @@
 use super::AppState;
 use super::extract::{ApiJson, ApiPath};
 use super::jobs::job_token;
+use crate::error::ServiceError;
+use crate::service::CloseWith;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -37,11 +39,22 @@ pub async fn close(
     h: HeaderMap,
     ApiJson(req): ApiJson<CloseRound>,
 ) -> Result<Json<RoundStatus>, HttpError> {
+    let how = match (req.outcome, req.results) {
+        (Some(outcome), None) => CloseWith::Outcome(outcome),
+        (None, Some(n)) => CloseWith::Results(n),
+        _ => {
+            return Err(ServiceError::field(
+                "outcome",
+                "give either `outcome` or `results` (the usable results, for the manager to judge)",
+            )
+            .into());
+        }
+    };
     Ok(Json(m.close_round(
         id,
         job_token(&h),
         round,
-        req.outcome,
+        how,
         req.metrics,
     )?))
 }

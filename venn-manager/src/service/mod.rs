@@ -1,6 +1,6 @@
 //! The manager's domain logic, independent of HTTP: one `ResourceManager` from
 //! `venn-core` driven on the wall clock, with every accepted input persisted to SQLite in
-//! the same critical section, leases, the deadline sweeper, and restart recovery.
+//! the same critical section, leases, the sweeper (expired leases; rounds left open past their deadline, from venn-core's round timer), and restart recovery.
 //!
 //! With admission control on ([`Settings::admission`]) registration goes through the
 //! [`AdmissionController`](venn_core::admission::AdmissionController) in the same critical
@@ -18,6 +18,8 @@ mod recovery;
 mod rounds;
 mod tasks;
 mod upkeep;
+
+pub use rounds::CloseWith;
 
 use crate::admission::{AdmissionReport, AdmissionState, check_statement};
 use crate::clock::Clock;
@@ -160,6 +162,11 @@ impl Manager {
             supply: settings.supply,
             seed: settings.seed,
             fit: settings.fit,
+            // Results go to the jobs: each closes its own rounds (judged by the core's
+            // rule with its count), and the core aborts a round its job left open.
+            closing: RoundClosing::Job {
+                grace_s: settings.round_grace_s,
+            },
         };
         let mut core = ResourceManager::with_registry(cfg, &settings.policy, registry)?;
         // Profiles come from anonymous clients: key their hash with a secret.

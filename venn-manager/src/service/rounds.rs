@@ -27,11 +27,15 @@ impl Manager {
         let now = self.clock.now();
         let mut g = self.lock();
         Self::authorize(&mut g, job, token, now)?;
-        let request = RoundRequest {
-            demand: req.demand,
-            deadline: now + req.deadline_s,
-            min_response_fraction: req.min_response_fraction,
-        };
+        if req.close_at.is_some_and(|n| n == 0 || n > req.demand) {
+            return Err(ServiceError::field(
+                "close_at",
+                "must be between 1 and the demand",
+            ));
+        }
+        let request =
+            RoundRequest::new(req.demand, now + req.deadline_s, req.min_response_fraction)
+                .closing_at(req.close_at);
         let round = g.core.submit_request(JobId(job), request, now)?;
         let attempt = match g.jobs[&job].last {
             Some((r, a)) if r == round.0 => a + 1,
@@ -104,23 +108,24 @@ impl Manager {
         })
     }
 
-    /// Closes the job's open round, recording its metrics when given. Repeated for the
-    /// round's latest attempt, already closed with the same outcome, it records the
-    /// metrics only: a job that evaluates after closing reports them so, and a retried
-    /// close is harmless.
+    /// Closes the job's open round, recording its metrics when given: with the job's
+    /// outcome, or judged by venn-core's close rule from the usable results the job holds
+    /// ([`CloseWith`]). Repeated for the round's latest attempt, already closed with the
+    /// same outcome, it records the metrics only: a job that evaluates after closing
+    /// reports them so, and a retried close is harmless.
     pub fn close_round(
         &self,
         job: u64,
         token: Option<&str>,
         round: u32,
-        outcome: RoundOutcome,
+        how: CloseWith,
         metrics: Option<RoundMetrics>,
     ) -> Result<RoundStatus, ServiceError> {
         if let Some(m) = &metrics {
             check_metrics(m)?;
         }
         let now = self.clock.now();
-        {
+        let outcome = {
             let mut g = self.lock();
             Self::authorize(&mut g, job, token, now)?;
             let open = g
@@ -128,8 +133,10 @@ impl Manager {
                 .job(JobId(job))
                 .and_then(|j| j.current.as_ref())
                 .is_some_and(|r| r.round.0 == round);
-            match g.store.closed_attempt(job, round)? {
-                Some((attempt, done, closed_at)) if !open && done == outcome => {
+            match (g.store.closed_attempt(job, round)?, how) {
+                (Some((attempt, done, closed_at)), CloseWith::Outcome(outcome))
+                    if !open && done == outcome =>
+                {
                     if let Some(m) = metrics {
                         g.store.put_round_metrics(job, round, attempt, &m)?;
                         g.history().round_metrics(job, round, attempt, closed_at, m);
@@ -137,15 +144,24 @@ impl Manager {
                     drop(g);
                     return self.round_status(job, round);
                 }
-                _ => g.close(JobId(job), RoundId(round), outcome, metrics, now)?,
+                _ => g.close(JobId(job), RoundId(round), how, metrics, now)?,
             }
-        }
+        };
         match outcome {
             RoundOutcome::Success => self.metrics.rounds_success.fetch_add(1, Relaxed),
             RoundOutcome::Abort => self.metrics.rounds_abort.fetch_add(1, Relaxed),
         };
         self.round_status(job, round)
     }
+}
+
+/// How a job closes its round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CloseWith {
+    /// With this outcome, as the job decided it.
+    Outcome(RoundOutcome),
+    /// Judged by venn-core's close rule, the job holding this many usable results.
+    Results(u32),
 }
 
 /// Accuracy in [0, 1], loss finite and not negative, participants at most a round's
@@ -179,15 +195,33 @@ fn check_metrics(m: &RoundMetrics) -> Result<(), ServiceError> {
 }
 
 impl Inner {
+    /// Closes `round` of `job` in the core as `how` says, then records it; returns how it
+    /// closed.
     pub(super) fn close(
         &mut self,
         job: JobId,
         round: RoundId,
-        outcome: RoundOutcome,
+        how: CloseWith,
+        metrics: Option<RoundMetrics>,
+        now: Time,
+    ) -> Result<RoundOutcome, ServiceError> {
+        let rec = match how {
+            CloseWith::Outcome(outcome) => self.core.close_round(job, round, outcome, now)?,
+            CloseWith::Results(n) => self.core.judge_round(job, round, Some(n), now)?,
+        };
+        self.record_close(job, &rec, metrics, now)?;
+        Ok(rec.outcome)
+    }
+
+    /// Persists and shows a round the core closed (`rec`), and releases its tasks.
+    pub(super) fn record_close(
+        &mut self,
+        job: JobId,
+        rec: &RoundRecord,
         metrics: Option<RoundMetrics>,
         now: Time,
     ) -> Result<(), ServiceError> {
-        let rec = self.core.close_round(job, round, outcome, now)?;
+        let (round, outcome) = (rec.round, rec.outcome);
         let state = self.core.job(job).expect("closed a live job's round");
         let progress = (state.rounds_done, state.next_round);
         let attempt = self

@@ -5,7 +5,7 @@ use super::*;
 
 impl Manager {
     /// Releases tasks whose lease ran out, aborts rounds left open well past their
-    /// deadline, and ends jobs silent for longer than
+    /// deadline (venn-core's round timer, [`ResourceManager::handle_timeout`]), and ends jobs silent for longer than
     /// [`Registration::idle_job_s`](crate::settings::Registration) (their runners are
     /// presumed gone). Returns (tasks expired, rounds aborted).
     pub fn sweep(&self) -> Result<(usize, usize), ServiceError> {
@@ -22,22 +22,14 @@ impl Manager {
             g.store.update_task(token, TaskState::Failed, now)?;
             g.tasks.remove(token);
         }
-        let late: Vec<(JobId, RoundId)> = g
-            .core
-            .jobs()
-            .filter_map(|j| {
-                j.current
-                    .as_ref()
-                    .map(|r| (j.id, r.round, r.request.deadline))
-            })
-            .filter(|(_, _, d)| d.secs() + self.settings.round_grace_s < now.secs())
-            .map(|(j, r, _)| (j, r))
-            .collect();
-        for (job, round) in &late {
-            g.close(*job, *round, RoundOutcome::Abort, None, now)?;
+        // The core's round timer: rounds still open `round_grace_s` past their deadline
+        // (their jobs are presumed gone) come back aborted.
+        let late = g.core.handle_timeout(now);
+        for closed in &late {
+            g.record_close(closed.job, &closed.record, None, now)?;
             tracing::warn!(
-                job = job.0,
-                round = round.0,
+                job = closed.job.0,
+                round = closed.record.round.0,
                 "round left open past its deadline: aborted"
             );
         }

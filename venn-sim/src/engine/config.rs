@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use venn_core::{FitRule, ManagerConfig, PolicyConfig, SupplyConfig};
+use venn_core::{FitRule, ManagerConfig, PolicyConfig, RoundClosing, SupplyConfig};
 
 use super::admission_settings::AdmissionSim;
 use super::error::SimError;
@@ -110,6 +110,8 @@ impl SimConfig {
             },
             seed: self.seed,
             fit: self.fit,
+            // Every result reaches the simulated core: it closes the rounds.
+            closing: RoundClosing::Core,
         }
     }
 

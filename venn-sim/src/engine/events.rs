@@ -24,13 +24,9 @@ pub enum EventKind {
     },
     /// The end of an admission slot.
     Slot,
-    /// The deadline of attempt `attempt` of job `job`'s open round.
-    Deadline {
-        /// Job index.
-        job: u32,
-        /// Round attempt the deadline belongs to; stale when the job moved on.
-        attempt: u32,
-    },
+    /// The core's next round falls due (`ResourceManager::poll_timeout` when it was
+    /// armed); stale when an earlier one was armed since.
+    RoundTimer,
     /// A device's task ends: it reports its result (`ok`) or drops offline.
     TaskEnd {
         /// Job index.

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use venn_core::{
     Decision, DeviceId, JobId, JobSpec, PolicyRegistry, ResourceManager, RoundId, RoundOutcome,
-    RoundRequest, TaskCost, Time, rules::RoundRule,
+    RoundRecord, RoundRequest, TaskCost, Time,
 };
 
 use super::admission::{
@@ -39,10 +39,6 @@ struct JobRun {
     attempt: u32,
     round: u32,
     open: bool,
-    assigned: u32,
-    results: u32,
-    /// The current round's close rule (venn-core's, shared with the live runner).
-    rule: RoundRule,
     rounds_done: u32,
     aborted: u32,
     sched_delay: f64,
@@ -65,9 +61,6 @@ impl JobRun {
             attempt: 0,
             round: 0,
             open: false,
-            assigned: 0,
-            results: 0,
-            rule: RoundRule::new(1, 1.0),
             rounds_done: 0,
             aborted: 0,
             sched_delay: 0.0,
@@ -111,6 +104,9 @@ struct Engine<'a, H: SimHooks> {
     adm: Option<SlotClock>,
     /// Statements of work by job (admission only; empty without it).
     statements: Vec<JobStatement>,
+    /// When the pending [`EventKind::RoundTimer`] fires: the core's
+    /// `poll_timeout` when it was armed (`None`: no timer pending).
+    armed: Option<f64>,
 }
 
 /// Runs one simulation; see the [module docs](super) for the semantics.
@@ -174,6 +170,7 @@ pub fn run_with_hooks<H: SimHooks>(
         },
         adm: None,
         statements: job_statements(input, cfg),
+        armed: None,
     };
     for (i, j) in input.jobs.iter().enumerate() {
         e.runs[i].cost = super::work::task_cost(input, cfg, i, None);
@@ -272,7 +269,6 @@ impl<H: SimHooks> Engine<'_, H> {
         let j = job.0 as usize;
         let run = &mut self.runs[j];
         debug_assert!(run.open && run.round == round.0);
-        run.assigned += 1;
         let start = now + jitter;
         let cost = match self.input.jobs[j].work {
             Some(_) => super::work::task_cost(self.input, self.cfg, j, Some(device)),
@@ -313,16 +309,17 @@ impl<H: SimHooks> Engine<'_, H> {
                 }
             }
             EventKind::Slot => self.close_slot(now)?,
-            EventKind::Deadline { job, attempt } => {
-                let j = job as usize;
-                let run = &self.runs[j];
-                if !run.open || run.attempt != attempt {
-                    return Ok(());
+            EventKind::RoundTimer => {
+                if self.armed != Some(now) {
+                    return Ok(()); // an earlier timer was armed since
                 }
-                // The authors' rule: at the deadline the round still counts if
-                // enough devices were dispatched and enough of those returned.
-                let outcome = run.rule.at_deadline(run.assigned, run.results);
-                self.close_round(j, now, outcome)?;
+                self.armed = None;
+                // The core closes what fell due, by its close rule (the authors' rule at
+                // the deadline).
+                for closed in self.rm.handle_timeout(Time(now)) {
+                    self.round_closed(closed.job.0 as usize, now, closed.record)?;
+                }
+                self.arm_timer();
             }
             EventKind::TaskEnd {
                 job,
@@ -338,8 +335,9 @@ impl<H: SimHooks> Engine<'_, H> {
                 let (core, round) = (JobId(j as u64), RoundId(run.round));
                 if ok {
                     if current {
-                        self.rm
-                            .task_finished(core, round, DeviceId(device), Time(now))?;
+                        let done =
+                            self.rm
+                                .task_finished(core, round, DeviceId(device), Time(now))?;
                         self.s.results += 1;
                         self.hooks.on_result(&TaskResult {
                             job: j,
@@ -348,10 +346,9 @@ impl<H: SimHooks> Engine<'_, H> {
                             device,
                             time_s: now,
                         });
-                        let run = &mut self.runs[j];
-                        run.results += 1;
-                        if run.rule.closes_early(run.results) {
-                            self.close_round(j, now, RoundOutcome::Success)?;
+                        // Enough results: the core closed the round as a success.
+                        if let Some(rec) = done.closed {
+                            self.round_closed(j, now, rec)?;
                         }
                     } else {
                         self.s.stragglers += 1;
@@ -498,42 +495,36 @@ impl<H: SimHooks> Engine<'_, H> {
     fn open_round(&mut self, j: usize, now: f64) -> Result<(), SimError> {
         let row = &self.input.jobs[j].row;
         let deadline = now + row.deadline_s;
-        let round = self.rm.submit_request(
-            JobId(j as u64),
-            RoundRequest {
-                demand: row.demand,
-                deadline: Time(deadline),
-                min_response_fraction: row.min_response_fraction,
-            },
-            Time(now),
-        )?;
+        let request = RoundRequest::new(row.demand, Time(deadline), row.min_response_fraction)
+            .closing_at(self.input.jobs[j].close_at);
+        let round = self
+            .rm
+            .submit_request(JobId(j as u64), request, Time(now))?;
         let run = &mut self.runs[j];
         run.attempt += 1;
         run.round = round.0;
         run.open = true;
-        run.assigned = 0;
-        run.results = 0;
-        let rule = RoundRule::new(row.demand, row.min_response_fraction);
-        run.rule = match self.input.jobs[j].close_at {
-            Some(n) => rule.closing_at(n),
-            None => rule,
-        };
-        let attempt = run.attempt;
-        self.queue.push(
-            deadline,
-            EventKind::Deadline {
-                job: j as u32,
-                attempt,
-            },
-        );
+        self.arm_timer();
         Ok(())
     }
 
-    fn close_round(&mut self, j: usize, now: f64, outcome: RoundOutcome) -> Result<(), SimError> {
+    /// Pushes a [`EventKind::RoundTimer`] at the core's `poll_timeout` unless one at or
+    /// before it is pending.
+    fn arm_timer(&mut self) {
+        let Some(due) = self.rm.poll_timeout() else {
+            return;
+        };
+        if self.armed.is_none_or(|t| due.secs() < t) {
+            self.queue.push(due.secs(), EventKind::RoundTimer);
+            self.armed = Some(due.secs());
+        }
+    }
+
+    /// The core closed job `j`'s round at `now` (`rec`): the engine's bookkeeping, the
+    /// hooks, and the next round or the job's end.
+    fn round_closed(&mut self, j: usize, now: f64, rec: RoundRecord) -> Result<(), SimError> {
         let core = JobId(j as u64);
-        let rec = self
-            .rm
-            .close_round(core, RoundId(self.runs[j].round), outcome, Time(now))?;
+        let outcome = rec.outcome;
         let run = &mut self.runs[j];
         run.open = false;
         run.sched_delay += rec.scheduling_delay();

@@ -1,7 +1,7 @@
-//! Who closes a round, and when: the core's round timers, in quinn-proto's shape
-//! ([`ResourceManager::poll_timeout`] says when the next round is due,
-//! [`ResourceManager::handle_timeout`] closes what is due), and the one place the close
-//! rule ([`RoundRule`]) is applied. Drivers never build a `RoundRule`: the simulator arms a
+//! Who closes a round, and when: the core's round and lease timers, in quinn-proto's shape
+//! ([`ResourceManager::poll_timeout`] says when the next round or task lease is due,
+//! [`ResourceManager::handle_timeout`] expires and closes what is due), and the one place
+//! the close rule ([`RoundRule`]) is applied. Drivers never build a `RoundRule`: the simulator arms a
 //! timer at `poll_timeout` and calls `handle_timeout`; the live manager's ticker does the
 //! same; a live job asks the manager to judge its round ([`ResourceManager::judge_round`])
 //! and learns the outcome from the reply.
@@ -12,8 +12,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
-use crate::ids::{JobId, RoundId};
-use crate::job::{OpenRound, RoundOutcome, RoundRecord};
+use crate::ids::{DeviceId, JobId, RoundId};
+use crate::job::{OpenRound, RoundOutcome, RoundRecord, TaskState};
 use crate::manager::ResourceManager;
 use crate::rules::RoundRule;
 use crate::time::Time;
@@ -30,12 +30,16 @@ pub enum RoundClosing {
     #[default]
     Core,
     /// The job closes its rounds: it holds the results, so it asks
-    /// [`ResourceManager::judge_round`] with its count of usable ones. A round still open
-    /// `grace_s` after its deadline is aborted by [`ResourceManager::handle_timeout`]: its
-    /// job is presumed gone, and nobody could aggregate its results. The live manager.
+    /// [`ResourceManager::judge_round`] with its count of usable ones. A task not reported
+    /// `lease_grace_s` after its round's deadline has lost its lease (failed), and a round
+    /// still open `grace_s` after its deadline is aborted, both by
+    /// [`ResourceManager::handle_timeout`]: its job is presumed gone, and nobody could
+    /// aggregate its results. The live manager.
     Job {
         /// Seconds past the deadline before an open round is aborted.
         grace_s: f64,
+        /// Seconds past the round's deadline before an unreported task's lease runs out.
+        lease_grace_s: f64,
     },
 }
 
@@ -48,6 +52,27 @@ pub struct ClosedRound {
     pub record: RoundRecord,
 }
 
+/// A task whose lease ran out before it reported: failed by the core
+/// ([`RoundClosing::Job`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpiredTask {
+    /// The job.
+    pub job: JobId,
+    /// Its round.
+    pub round: RoundId,
+    /// The device that held the task.
+    pub device: DeviceId,
+}
+
+/// What [`ResourceManager::handle_timeout`] did: leases expired first, then rounds closed.
+#[derive(Clone, Debug, Default)]
+pub struct Timeouts {
+    /// Tasks failed for an expired lease.
+    pub expired: Vec<ExpiredTask>,
+    /// Rounds closed, earliest due first.
+    pub closed: Vec<ClosedRound>,
+}
+
 /// What a reported result did ([`ResourceManager::task_finished`]).
 #[derive(Clone, Copy, Debug)]
 pub struct TaskDone {
@@ -58,20 +83,24 @@ pub struct TaskDone {
 }
 
 impl ResourceManager {
-    /// When the next open round falls due ([`ResourceManager::handle_timeout`] closes it
-    /// at the first call from then on); `None` with no round open.
+    /// When the next open round or task lease falls due
+    /// ([`ResourceManager::handle_timeout`] handles it at the first call from then on);
+    /// `None` with nothing pending.
     pub fn poll_timeout(&self) -> Option<Time> {
         self.jobs()
             .filter_map(|j| j.current.as_ref())
-            .map(|r| self.due_at(r))
+            .flat_map(|r| [Some(self.due_at(r)), self.lease_due_at(r)])
+            .flatten()
             .min_by(|a, b| a.secs().total_cmp(&b.secs()))
     }
 
-    /// Closes every open round due at `now` (deadline, plus the grace under
-    /// [`RoundClosing::Job`]), earliest first and by job id among equals: under
+    /// Handles what is due at `now`: first the tasks whose lease ran out (under
+    /// [`RoundClosing::Job`]: failed), then every open round due (deadline, plus the grace
+    /// under [`RoundClosing::Job`]), earliest first and by job id among equals — under
     /// [`RoundClosing::Core`] judged by the round's rule with the devices dispatched and
     /// the results reported, under [`RoundClosing::Job`] aborted.
-    pub fn handle_timeout(&mut self, now: Time) -> Vec<ClosedRound> {
+    pub fn handle_timeout(&mut self, now: Time) -> Timeouts {
+        let expired = self.expire_leases(now);
         let mut due: Vec<(Time, JobId, RoundId, RoundOutcome)> = self
             .jobs()
             .filter_map(|j| j.current.as_ref().map(|r| (j.id, r)))
@@ -85,14 +114,41 @@ impl ResourceManager {
             })
             .collect();
         due.sort_by(|a, b| a.0.secs().total_cmp(&b.0.secs()).then(a.1.cmp(&b.1)));
-        due.into_iter()
+        let closed = due
+            .into_iter()
             .map(|(_, job, round, outcome)| ClosedRound {
                 job,
                 record: self
                     .close_round(job, round, outcome, now)
                     .expect("a due round is open"),
             })
-            .collect()
+            .collect();
+        Timeouts { expired, closed }
+    }
+
+    /// Fails every unreported task whose lease ran out by `now`, by job and device id.
+    fn expire_leases(&mut self, now: Time) -> Vec<ExpiredTask> {
+        let mut expired: Vec<ExpiredTask> = self
+            .jobs()
+            .filter_map(|j| j.current.as_ref().map(|r| (j.id, r)))
+            .filter(|(_, r)| self.lease_due_at(r).is_some_and(|t| t <= now))
+            .flat_map(|(job, r)| {
+                r.tasks
+                    .iter()
+                    .filter(|(_, t)| unreported(t.state))
+                    .map(move |(&device, _)| ExpiredTask {
+                        job,
+                        round: r.round,
+                        device,
+                    })
+            })
+            .collect();
+        expired.sort_by_key(|e| (e.job, e.device));
+        for e in &expired {
+            self.task_failed(e.job, e.round, e.device, now)
+                .expect("an unreported task of an open round");
+        }
+        expired
     }
 
     /// Closes `job`'s open round `round` now, judged by its rule with `results` usable
@@ -124,9 +180,26 @@ impl ResourceManager {
     fn due_at(&self, r: &OpenRound) -> Time {
         match self.closing() {
             RoundClosing::Core => r.request.deadline,
-            RoundClosing::Job { grace_s } => Time(r.request.deadline.secs() + grace_s),
+            RoundClosing::Job { grace_s, .. } => Time(r.request.deadline.secs() + grace_s),
         }
     }
+
+    /// When the leases of `r`'s unreported tasks run out, if it has any and leases apply.
+    fn lease_due_at(&self, r: &OpenRound) -> Option<Time> {
+        match self.closing() {
+            RoundClosing::Job { lease_grace_s, .. }
+                if r.tasks.values().any(|t| unreported(t.state)) =>
+            {
+                Some(Time(r.request.deadline.secs() + lease_grace_s))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Assigned or acknowledged: the device still owes its result.
+fn unreported(state: TaskState) -> bool {
+    matches!(state, TaskState::Assigned | TaskState::Acknowledged)
 }
 
 /// The outcome of closing `r` with `results` usable results.
@@ -199,8 +272,8 @@ mod tests {
             rm.task_finished(job, round, DeviceId(d), Time(30.0))
                 .unwrap();
         }
-        assert!(rm.handle_timeout(Time(199.0)).is_empty());
-        let closed = rm.handle_timeout(Time(200.0));
+        assert!(rm.handle_timeout(Time(199.0)).closed.is_empty());
+        let closed = rm.handle_timeout(Time(200.0)).closed;
         assert_eq!(closed.len(), 1);
         assert_eq!(closed[0].record.outcome, RoundOutcome::Abort);
         assert_eq!(rm.job(job).unwrap().rounds_done, 1);
@@ -216,7 +289,7 @@ mod tests {
             rm.task_finished(job, round, DeviceId(d), Time(5.0))
                 .unwrap();
         }
-        let closed = rm.handle_timeout(Time(100.0));
+        let closed = rm.handle_timeout(Time(100.0)).closed;
         assert_eq!(closed[0].record.outcome, RoundOutcome::Abort);
         assert_eq!(closed[0].record.finished, 3);
 
@@ -234,13 +307,17 @@ mod tests {
                 .unwrap();
             assert!(done.closed.is_none());
         }
-        let closed = rm.handle_timeout(Time(300.0));
+        let closed = rm.handle_timeout(Time(300.0)).closed;
         assert_eq!(closed[0].record.outcome, RoundOutcome::Success);
     }
 
     #[test]
     fn a_job_closes_its_own_rounds_and_a_forgotten_one_is_aborted_after_the_grace() {
-        let mut rm = manager(RoundClosing::Job { grace_s: 30.0 });
+        let job_mode = RoundClosing::Job {
+            grace_s: 30.0,
+            lease_grace_s: 10.0,
+        };
+        let mut rm = manager(job_mode);
         let (job, round) = open(&mut rm, 5, 5);
         for d in 0..5 {
             let done = rm
@@ -255,16 +332,36 @@ mod tests {
         let round = rm
             .submit_request(job, RoundRequest::new(5, Time(100.0), 0.8), Time(50.0))
             .unwrap();
+        assert_eq!(rm.poll_timeout(), Some(Time(130.0)), "no task, no lease");
+        let dev = DeviceProfile::new(4.0, 512.0, 10.0);
+        for d in 10..12 {
+            rm.check_in(DeviceId(d), &dev, Time(60.0));
+        }
+        rm.task_finished(job, round, DeviceId(10), Time(70.0))
+            .unwrap();
+        // Device 11 never reports: its lease ends 10 s after the deadline.
+        assert_eq!(rm.poll_timeout(), Some(Time(110.0)));
+        let t = rm.handle_timeout(Time(110.0));
+        let lost = ExpiredTask {
+            job,
+            round,
+            device: DeviceId(11),
+        };
+        assert_eq!((t.expired, t.closed.len()), (vec![lost], 0));
+        assert_eq!(rm.job(job).unwrap().round(round).unwrap().failed, 1);
         assert_eq!(rm.poll_timeout(), Some(Time(130.0)));
-        assert!(rm.handle_timeout(Time(129.0)).is_empty());
-        let closed = rm.handle_timeout(Time(131.0));
+        assert!(rm.handle_timeout(Time(129.0)).closed.is_empty());
+        let closed = rm.handle_timeout(Time(131.0)).closed;
         assert_eq!((closed[0].job, closed[0].record.round), (job, round));
         assert_eq!(closed[0].record.outcome, RoundOutcome::Abort);
     }
 
     #[test]
     fn an_over_committed_request_closes_at_its_own_count() {
-        let mut rm = manager(RoundClosing::Job { grace_s: 0.0 });
+        let mut rm = manager(RoundClosing::Job {
+            grace_s: 0.0,
+            lease_grace_s: 0.0,
+        });
         let (job, round) = open(&mut rm, 5, 5);
         rm.close_round(job, round, RoundOutcome::Abort, Time(2.0))
             .unwrap();

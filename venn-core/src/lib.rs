@@ -90,7 +90,7 @@ pub mod stats;
 pub mod supply;
 pub mod time;
 
-pub use closing::{ClosedRound, RoundClosing, TaskDone};
+pub use closing::{ClosedRound, ExpiredTask, RoundClosing, TaskDone, Timeouts};
 pub use error::CoreError;
 pub use fit::FitRule;
 pub use groupset::{GroupIdx, GroupSet, MAX_GROUPS};

@@ -177,7 +177,10 @@ proptest! {
 fn unknown_ids_are_errors_not_panics() {
     // The job closes its rounds, so a first result leaves the round open for a second.
     let cfg = ManagerConfig {
-        closing: RoundClosing::Job { grace_s: 0.0 },
+        closing: RoundClosing::Job {
+            grace_s: 0.0,
+            lease_grace_s: 0.0,
+        },
         ..ManagerConfig::default()
     };
     let mut rm = ResourceManager::with_policy(cfg, &PolicyConfig::named("venn")).unwrap();

@@ -97,7 +97,6 @@ impl Manager {
                 job,
                 round,
                 device: DeviceId(req.device_id),
-                lease_until,
             },
         );
         drop(g);

@@ -65,7 +65,6 @@ struct TaskMeta {
     job: JobId,
     round: RoundId,
     device: DeviceId,
-    lease_until: f64,
 }
 
 struct Inner {
@@ -166,6 +165,7 @@ impl Manager {
             // rule with its count), and the core aborts a round its job left open.
             closing: RoundClosing::Job {
                 grace_s: settings.round_grace_s,
+                lease_grace_s: settings.lease_grace_s,
             },
         };
         let mut core = ResourceManager::with_registry(cfg, &settings.policy, registry)?;

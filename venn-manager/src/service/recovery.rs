@@ -98,7 +98,6 @@ impl Inner {
                             job: id,
                             round: RoundId(t.round),
                             device: DeviceId(t.device_id),
-                            lease_until: t.lease_until,
                         },
                     );
                     outstanding += 1;

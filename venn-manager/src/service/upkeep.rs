@@ -4,28 +4,29 @@
 use super::*;
 
 impl Manager {
-    /// Releases tasks whose lease ran out, aborts rounds left open well past their
-    /// deadline (venn-core's round timer, [`ResourceManager::handle_timeout`]), and ends jobs silent for longer than
-    /// [`Registration::idle_job_s`](crate::settings::Registration) (their runners are
-    /// presumed gone). Returns (tasks expired, rounds aborted).
+    /// Fails tasks whose lease ran out and aborts rounds left open well past their
+    /// deadline (venn-core's timers, [`ResourceManager::handle_timeout`]), and ends jobs
+    /// silent for longer than [`Registration::idle_job_s`](crate::settings::Registration)
+    /// (their runners are presumed gone). Returns (tasks expired, rounds aborted).
     pub fn sweep(&self) -> Result<(usize, usize), ServiceError> {
         let now = self.clock.now();
         let mut g = self.lock();
-        let expired: Vec<(String, TaskMeta)> = g
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.lease_until < now.secs())
-            .map(|(k, t)| (k.clone(), t.clone()))
-            .collect();
-        for (token, t) in &expired {
-            let _ = g.core.task_failed(t.job, t.round, t.device, now);
-            g.store.update_task(token, TaskState::Failed, now)?;
-            g.tasks.remove(token);
+        // venn-core's timers: tasks unreported `lease_grace_s` past their round's deadline
+        // have failed, and rounds still open `round_grace_s` past it (their jobs are
+        // presumed gone) come back aborted.
+        let due = g.core.handle_timeout(now);
+        for e in &due.expired {
+            let token = g
+                .tasks
+                .iter()
+                .find(|(_, t)| (t.job, t.round, t.device) == (e.job, e.round, e.device))
+                .map(|(k, _)| k.clone());
+            if let Some(token) = token {
+                g.store.update_task(&token, TaskState::Failed, now)?;
+                g.tasks.remove(&token);
+            }
         }
-        // The core's round timer: rounds still open `round_grace_s` past their deadline
-        // (their jobs are presumed gone) come back aborted.
-        let late = g.core.handle_timeout(now);
-        for closed in &late {
+        for closed in &due.closed {
             g.record_close(closed.job, &closed.record, None, now)?;
             tracing::warn!(
                 job = closed.job.0,
@@ -46,11 +47,11 @@ impl Manager {
         drop(g);
         self.metrics
             .tasks_expired
-            .fetch_add(expired.len() as u64, Relaxed);
+            .fetch_add(due.expired.len() as u64, Relaxed);
         self.metrics
             .rounds_abort
-            .fetch_add(late.len() as u64, Relaxed);
-        Ok((expired.len(), late.len()))
+            .fetch_add(due.closed.len() as u64, Relaxed);
+        Ok((due.expired.len(), due.closed.len()))
     }
 
     /// Admission control's share of the 1 s ticker: closes every slot that ended by now

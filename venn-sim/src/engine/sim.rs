@@ -316,7 +316,7 @@ impl<H: SimHooks> Engine<'_, H> {
                 self.armed = None;
                 // The core closes what fell due, by its close rule (the authors' rule at
                 // the deadline).
-                for closed in self.rm.handle_timeout(Time(now)) {
+                for closed in self.rm.handle_timeout(Time(now)).closed {
                     self.round_closed(closed.job.0 as usize, now, closed.record)?;
                 }
                 self.arm_timer();

@@ -1,86 +1,21 @@
 //! Who closes a round, and when: the core's round and lease timers, in quinn-proto's shape
 //! ([`ResourceManager::poll_timeout`] says when the next round or task lease is due,
 //! [`ResourceManager::handle_timeout`] expires and closes what is due), and the one place
-//! the close rule ([`RoundRule`]) is applied. Drivers never build a `RoundRule`: the simulator arms a
-//! timer at `poll_timeout` and calls `handle_timeout`; the live manager's ticker does the
-//! same; a live job asks the manager to judge its round ([`ResourceManager::judge_round`])
+//! the close rule ([`RoundRule`]) is applied. Drivers never build a `RoundRule`: the
+//! simulator arms a timer at `poll_timeout` and calls `handle_timeout`; the live manager's
+//! ticker does the same; a live job asks the manager to judge its round ([`ResourceManager::judge_round`])
 //! and learns the outcome from the reply.
 //!
-//! Two modes ([`RoundClosing`]), because in a live deployment the results go to the job,
-//! not to the manager: only the job knows how many usable updates it holds.
-
-use serde::{Deserialize, Serialize};
+//! Two modes ([`RoundClosing`], with the values these calls return, in `rules.rs`),
+//! because in a live deployment the results go to the job, not to the manager: only the
+//! job knows how many usable updates it holds.
 
 use crate::error::CoreError;
-use crate::ids::{DeviceId, JobId, RoundId};
+use crate::ids::{JobId, RoundId};
 use crate::job::{OpenRound, RoundOutcome, RoundRecord, TaskState};
 use crate::manager::ResourceManager;
-use crate::rules::RoundRule;
+use crate::rules::{ClosedRound, ExpiredTask, RoundClosing, RoundRule, Timeouts};
 use crate::time::Time;
-
-/// Who closes rounds ([`ManagerConfig::closing`](crate::ManagerConfig)).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "by", rename_all = "snake_case")]
-pub enum RoundClosing {
-    /// The core closes every round: as a success from
-    /// [`ResourceManager::task_finished`] once its rule's `close_at` results are in, else
-    /// at its deadline from [`ResourceManager::handle_timeout`] by the authors' rule (a
-    /// success if enough devices were dispatched and enough of them returned). The
-    /// simulator: every result reaches the core.
-    #[default]
-    Core,
-    /// The job closes its rounds: it holds the results, so it asks
-    /// [`ResourceManager::judge_round`] with its count of usable ones. A task not reported
-    /// `lease_grace_s` after its round's deadline has lost its lease (failed), and a round
-    /// still open `grace_s` after its deadline is aborted, both by
-    /// [`ResourceManager::handle_timeout`]: its job is presumed gone, and nobody could
-    /// aggregate its results. The live manager.
-    Job {
-        /// Seconds past the deadline before an open round is aborted.
-        grace_s: f64,
-        /// Seconds past the round's deadline before an unreported task's lease runs out.
-        lease_grace_s: f64,
-    },
-}
-
-/// A round the core closed, and whose.
-#[derive(Clone, Copy, Debug)]
-pub struct ClosedRound {
-    /// The job.
-    pub job: JobId,
-    /// The round as recorded in the job's history (its outcome included).
-    pub record: RoundRecord,
-}
-
-/// A task whose lease ran out before it reported: failed by the core
-/// ([`RoundClosing::Job`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ExpiredTask {
-    /// The job.
-    pub job: JobId,
-    /// Its round.
-    pub round: RoundId,
-    /// The device that held the task.
-    pub device: DeviceId,
-}
-
-/// What [`ResourceManager::handle_timeout`] did: leases expired first, then rounds closed.
-#[derive(Clone, Debug, Default)]
-pub struct Timeouts {
-    /// Tasks failed for an expired lease.
-    pub expired: Vec<ExpiredTask>,
-    /// Rounds closed, earliest due first.
-    pub closed: Vec<ClosedRound>,
-}
-
-/// What a reported result did ([`ResourceManager::task_finished`]).
-#[derive(Clone, Copy, Debug)]
-pub struct TaskDone {
-    /// Seconds from the device's assignment to its result.
-    pub response_s: f64,
-    /// The round, if this result closed it (a success under [`RoundClosing::Core`]).
-    pub closed: Option<RoundRecord>,
-}
 
 impl ResourceManager {
     /// When the next open round or task lease falls due

@@ -90,7 +90,6 @@ pub mod stats;
 pub mod supply;
 pub mod time;
 
-pub use closing::{ClosedRound, ExpiredTask, RoundClosing, TaskDone, Timeouts};
 pub use error::CoreError;
 pub use fit::FitRule;
 pub use groupset::{GroupIdx, GroupSet, MAX_GROUPS};
@@ -103,5 +102,6 @@ pub use policy::PolicyArgs;
 pub use policy::{Policy, PolicyConfig, PolicyKind, PolicyRegistry, TierParams};
 pub use profile::{DeviceProfile, Requirement, TaskCost, TaskWork};
 pub use rng::SeededRng;
+pub use rules::{ClosedRound, ExpiredTask, RoundClosing, TaskDone, Timeouts};
 pub use supply::{DeviceClass, SupplyConfig, SupplyEstimator};
 pub use time::Time;

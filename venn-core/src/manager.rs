@@ -9,7 +9,6 @@
 //! Planning is lazy: any input that changes a queue marks the plan dirty, and the next
 //! check-in re-plans once before deciding. A check-in on a clean plan is a lookup.
 
-use crate::closing::{RoundClosing, TaskDone};
 use crate::error::CoreError;
 use crate::fit::FitRule;
 use crate::groups::Groups;
@@ -23,6 +22,7 @@ use crate::job::{
 use crate::policy::{DeviceCtx, Policy, PolicyConfig, PolicyRegistry, SchedView};
 use crate::profile::DeviceProfile;
 use crate::rng::SeededRng;
+use crate::rules::{RoundClosing, TaskDone};
 use crate::supply::{DeviceClass, SupplyConfig, SupplyEstimator};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};

@@ -6,8 +6,13 @@
 //! (SymbioticLab/Venn, `GoogleJob.close_round`): a success if at least `fraction × demand`
 //! devices were dispatched and at least `fraction × min(dispatched, demand)` of them
 //! returned (and at least one did), else an abort that the job retries.
+//!
+//! Who applies the rule is [`RoundClosing`]'s choice (the core, or the job that holds the
+//! results); the timers and the judging are `closing.rs`, and the values they return are
+//! here.
 
-use crate::job::{RoundOutcome, RoundRequest};
+use crate::ids::{DeviceId, JobId, RoundId};
+use crate::job::{RoundOutcome, RoundRecord, RoundRequest};
 use serde::{Deserialize, Serialize};
 
 /// The close rule of one round request.
@@ -65,6 +70,70 @@ impl RoundRule {
             RoundOutcome::Abort
         }
     }
+}
+
+/// Who closes rounds ([`ManagerConfig::closing`](crate::ManagerConfig)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum RoundClosing {
+    /// The core closes every round: as a success from
+    /// [`crate::ResourceManager::task_finished`] once its rule's `close_at` results are in, else
+    /// at its deadline from [`crate::ResourceManager::handle_timeout`] by the authors' rule (a
+    /// success if enough devices were dispatched and enough of them returned). The
+    /// simulator: every result reaches the core.
+    #[default]
+    Core,
+    /// The job closes its rounds: it holds the results, so it asks
+    /// [`crate::ResourceManager::judge_round`] with its count of usable ones. A task not reported
+    /// `lease_grace_s` after its round's deadline has lost its lease (failed), and a round
+    /// still open `grace_s` after its deadline is aborted, both by
+    /// [`crate::ResourceManager::handle_timeout`]: its job is presumed gone, and nobody could
+    /// aggregate its results. The live manager.
+    Job {
+        /// Seconds past the deadline before an open round is aborted.
+        grace_s: f64,
+        /// Seconds past the round's deadline before an unreported task's lease runs out.
+        lease_grace_s: f64,
+    },
+}
+
+/// A round the core closed, and whose.
+#[derive(Clone, Copy, Debug)]
+pub struct ClosedRound {
+    /// The job.
+    pub job: JobId,
+    /// The round as recorded in the job's history (its outcome included).
+    pub record: RoundRecord,
+}
+
+/// A task whose lease ran out before it reported: failed by the core
+/// ([`RoundClosing::Job`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpiredTask {
+    /// The job.
+    pub job: JobId,
+    /// Its round.
+    pub round: RoundId,
+    /// The device that held the task.
+    pub device: DeviceId,
+}
+
+/// What [`crate::ResourceManager::handle_timeout`] did: leases expired first, then rounds closed.
+#[derive(Clone, Debug, Default)]
+pub struct Timeouts {
+    /// Tasks failed for an expired lease.
+    pub expired: Vec<ExpiredTask>,
+    /// Rounds closed, earliest due first.
+    pub closed: Vec<ClosedRound>,
+}
+
+/// What a reported result did ([`crate::ResourceManager::task_finished`]).
+#[derive(Clone, Copy, Debug)]
+pub struct TaskDone {
+    /// Seconds from the device's assignment to its result.
+    pub response_s: f64,
+    /// The round, if this result closed it (a success under [`RoundClosing::Core`]).
+    pub closed: Option<RoundRecord>,
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 //! - [`api`]: the router, one file per resource, and the mapping of [`error`]'s domain
 //!   errors to HTTP.
 //! - [`service`]: the domain logic behind the handlers, one file per resource: core +
-//!   store in one critical section, leases, the sweeper (expired leases; rounds left open past their deadline, from venn-core's round timer), restart recovery.
+//!   store in one critical section, the sweeper (venn-core's timers: expired leases,
+//!   rounds left open past their deadline), restart recovery.
 //! - [`store`]: the SQLite schema and queries; [`metrics`]: Prometheus rendering.
 //! - [`history`]: the status page's bounded record of jobs, rounds and supply, restored
 //!   from SQLite; [`ui`]: the page itself (server-rendered HTML and SVG at `/`).

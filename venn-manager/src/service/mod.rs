@@ -1,6 +1,7 @@
 //! The manager's domain logic, independent of HTTP: one `ResourceManager` from
 //! `venn-core` driven on the wall clock, with every accepted input persisted to SQLite in
-//! the same critical section, leases, the sweeper (expired leases; rounds left open past their deadline, from venn-core's round timer), and restart recovery.
+//! the same critical section; the sweeper (venn-core's timers: expired leases, rounds left
+//! open past their deadline) and restart recovery.
 //!
 //! With admission control on ([`Settings::admission`]) registration goes through the
 //! [`AdmissionController`](venn_core::admission::AdmissionController) in the same critical

@@ -5,7 +5,7 @@ local batch order and evaluation set, implemented independently in plain PyTorch
 It reads the run's fedavg.json (participants per round, their local seeds, the evaluation set,
 the settings) and the FEMNIST LEAF files the run read, then trains FedAvg round by round:
 
-- model: the ResNet-18 / MobileNet-V2 of fl-job/src/model/{resnet,mobilenet}.rs layer for layer
+- model: the ResNet-18 / MobileNet-V2 of fl-task/src/model/{resnet,mobilenet}.rs layer for layer
   (bias-free convolutions, BatchNorm eps 1e-5 and momentum 0.1, ReLU / ReLU6), initialised
   as ours by rule (ResNet-18: PyTorch's defaults, the same Kaiming-uniform bounds Burn's
   defaults use; MobileNet-V2: torchvision's) seeded by the run's seed, or with `--init ours`

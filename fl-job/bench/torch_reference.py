@@ -2,10 +2,10 @@
 `fl-job bench` (same architectures, batch 20, SGD with momentum 0.9, cross-entropy,
 BatchNorm in training mode, same thread count).
 
-- ResNet-18 as in fl-job/src/model/resnet.rs: 1x28x28 input, 3x3 stride-1 stem, no
+- ResNet-18 as in fl-task/src/model/resnet.rs: 1x28x28 input, 3x3 stride-1 stem, no
   max-pool, 4 stages x 2 basic blocks at widths w, 2w, 4w, 8w (strides 1, 2, 2, 2),
   global average pool, linear to 62 classes (11,199,486 parameters at w = 64).
-- MobileNet-V2 as in fl-job/src/model/mobilenet.rs: 3x3 stride-1 stem, the standard
+- MobileNet-V2 as in fl-task/src/model/mobilenet.rs: 3x3 stride-1 stem, the standard
   inverted-residual table (t, c, n, s) with widths rounded to multiples of 8, ReLU6,
   1x1 head to 1280 * max(1, width), linear to 62 (2,302,718 parameters at 1.0).
 

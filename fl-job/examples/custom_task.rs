@@ -11,8 +11,8 @@
 #![allow(dead_code)]
 
 use datasets::{IMAGE_PIXELS, NUM_CLASSES, SampleView, model_pixel};
-use fl_job::task::{FlTask, LocalUpdate, ServerState, weighted_mean};
-use fl_job::{EvalStats, FlError, NamedTensor};
+use fl_task::task::{FlTask, LocalUpdate, ServerState, weighted_mean};
+use fl_task::{EvalStats, FlError, NamedTensor};
 use std::sync::Arc;
 
 /// Registry name of the example task.
@@ -48,7 +48,7 @@ impl Default for SoftmaxFedAvgM {
 }
 
 /// Registers the task in `registry` (params: this struct's fields as JSON).
-pub fn register(registry: &mut fl_job::task::Registry) {
+pub fn register(registry: &mut fl_task::task::Registry) {
     registry.register(NAME, |p| {
         let t: SoftmaxFedAvgM = if p.is_null() {
             SoftmaxFedAvgM::default()

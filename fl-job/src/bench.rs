@@ -6,13 +6,13 @@ use burn::tensor::Device;
 use datasets::{IMAGE_PIXELS, Samples, SeededRng};
 use serde::{Deserialize, Serialize};
 
-use crate::config::TrainConfig;
-use crate::error::FlError;
-use crate::eval::evaluate;
-use crate::model::ModelKind;
-use crate::tensors::trainable_params;
-use crate::train::train_local;
-use crate::weights;
+use fl_task::FlError;
+use fl_task::TrainConfig;
+use fl_task::evaluate;
+use fl_task::model::ModelKind;
+use fl_task::train_local;
+use fl_task::trainable_params;
+use fl_task::weights;
 
 /// One model's measurements.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,7 +45,7 @@ pub struct BenchRow {
 
 /// [`ModelKind`] as its spec string.
 mod model_spec {
-    use crate::model::ModelKind;
+    use fl_task::model::ModelKind;
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(m: &ModelKind, s: S) -> Result<S::Ok, S::Error> {
@@ -70,12 +70,12 @@ pub struct BenchReport {
     /// The compute backend (`flex`, `wgpu`, …).
     pub backend: String,
     /// Whose CPU kernels ran the convolutions and BatchNorm: `fl-job` (the default, see
-    /// [`crate::set_cpu_kernels`]) or `burn` (`--burn-ops`). Added within schema 1: reports
+    /// [`fl_task::set_cpu_kernels`]) or `burn` (`--burn-ops`). Added within schema 1: reports
     /// from before it existed ran Burn's ops, so they read as `burn`.
     #[serde(default = "burn_kernels")]
     pub kernels: String,
     /// The instruction set fl-job's kernels ran (`avx512`, `avx2`, `neon`, `scalar`; see
-    /// [`crate::model::kernel_isa`]). Added within schema 1: empty in older reports.
+    /// [`fl_task::model::kernel_isa`]). Added within schema 1: empty in older reports.
     #[serde(default)]
     pub isa: String,
     /// CPU threads the backend could use (`RAYON_NUM_THREADS`, else the cores).

@@ -7,11 +7,11 @@ use burn::tensor::Device;
 use datasets::{Femnist, Samples};
 use serde::{Deserialize, Serialize};
 
-use crate::config::TrainConfig;
-use crate::error::FlError;
-use crate::eval::evaluate;
-use crate::model::{Model, ModelKind};
-use crate::train::train_local_with;
+use fl_task::FlError;
+use fl_task::TrainConfig;
+use fl_task::evaluate;
+use fl_task::model::{Model, ModelKind};
+use fl_task::train_local_with;
 
 /// Settings of one centralized run.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,23 +1,14 @@
-//! Errors of the training stack.
+//! Errors of a job's run: the training stack's ([`fl_task::FlError`]) and the runner's own
+//! (the manager, the job's server, its report files).
 
-/// What can go wrong in training, aggregation or weight exchange.
+use fl_task::FlError;
+
+/// What can end a job's run.
 #[derive(Debug, thiserror::Error)]
-pub enum FlError {
-    /// A model name or width that does not describe a model.
-    #[error("bad model: {0}")]
-    BadModel(String),
-    /// Weight bytes that are not ours, are truncated, or belong to another model.
-    #[error("weights: {0}")]
-    Weights(String),
-    /// Models that cannot be averaged together.
-    #[error("fedavg: {0}")]
-    FedAvg(String),
-    /// A training configuration that cannot run.
-    #[error("bad training config: {0}")]
-    Config(String),
-    /// The backend failed to read a tensor back.
-    #[error("tensor read: {0}")]
-    Tensor(String),
+pub enum JobError {
+    /// Training, aggregation, weights or a bad configuration.
+    #[error(transparent)]
+    Task(#[from] FlError),
     /// The manager (or the network) failed the job: the typed answer, so a declined
     /// job's quote survives ([`ClientError::quote`](venn_api::client::ClientError::quote)).
     #[error(transparent)]
@@ -28,7 +19,19 @@ pub enum FlError {
     /// The manager broke the protocol (e.g. a round number it should not have).
     #[error("manager: {0}")]
     Manager(String),
-    /// A file could not be written or read.
+    /// A report file could not be written or read.
     #[error("io: {0}")]
     Io(String),
+}
+
+impl JobError {
+    /// A job configuration that cannot run.
+    pub(crate) fn config(why: impl Into<String>) -> Self {
+        JobError::Task(FlError::Config(why.into()))
+    }
+
+    /// Updates that cannot be combined into a usable model.
+    pub(crate) fn fedavg(why: impl Into<String>) -> Self {
+        JobError::Task(FlError::FedAvg(why.into()))
+    }
 }

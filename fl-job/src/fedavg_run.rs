@@ -15,12 +15,12 @@ use datasets::{Femnist, Samples, shuffled_indices};
 use serde::{Deserialize, Serialize};
 use venn_core::rng::derive_seed;
 
-use crate::config::TrainConfig;
-use crate::error::FlError;
-use crate::lanes;
-use crate::model::ModelKind;
-use crate::task::{BurnTask, FlTask, ServerState};
-use crate::tensors::NamedTensor;
+use fl_task::FlError;
+use fl_task::NamedTensor;
+use fl_task::TrainConfig;
+use fl_task::lanes;
+use fl_task::model::ModelKind;
+use fl_task::task::{BurnTask, FlTask, ServerState};
 
 /// Version of the JSON this module writes ([`FedAvgReport`]).
 pub const FEDAVG_SCHEMA: u32 = 1;
@@ -175,7 +175,7 @@ pub struct FedAvgReport {
 /// The initial weights as named tensors, and the report. `on_round` sees each record as
 /// it is made (round 0 first) with the global weights it scored (the task's bytes).
 ///
-/// `lanes` local trainings run side by side, each wholly on one thread (`crate::lanes`; 0 =
+/// `lanes` local trainings run side by side, each wholly on one thread (`fl_task::lanes`; 0 =
 /// as many as rayon's pool has threads); with 1 they run one after another, each with its
 /// kernels over the whole pool (the results are the same bytes either way). The rest of the run on one thread of rayon's pool. BatchNorm's
 /// running statistics are Burn `RunningState`s, which keep one pending update per thread and
@@ -234,7 +234,7 @@ fn run_on_one_thread(
             let w = picked[0];
             first_shuffle = shuffled_indices(data.train[w].len(), local_seed(cfg.seed, round, w));
         }
-        // The participants train side by side, one per lane (`crate::lanes`), the largest
+        // The participants train side by side, one per lane (`fl_task::lanes`), the largest
         // first; each training is the same computation as alone, and the updates are
         // aggregated in draw order.
         let train = |i: usize| {

@@ -1,40 +1,25 @@
-//! Federated-learning jobs: Burn models (ResNet-18, MobileNet-V2) for FEMNIST, local
-//! training, evaluation, FedAvg and weight exchange.
+//! # fl-job — running federated-learning jobs against the Venn manager
 //!
-//! Burn 0.22 dropped backend generics: tensors and modules are concrete and a
-//! [`burn::tensor::Device`] value picks the backend at run time. So every function here
-//! takes `&Device` (see [`Backend`]) instead of a type parameter.
+//! What a job *is* (models, local training, FedAvg, weights, the [`fl_task::task::FlTask`]
+//! plug-in) lives in fl-task, on the fl-kernels CPU kernels; this crate runs jobs: the
+//! round loop against the manager with the job's own HTTP server ([`runner`]), the
+//! `fl-job` binary (`run`, `fedavg`, `centralized`, `bench`), and the plots and reports.
 //!
-//! The pieces a federated job needs:
-//! [`ModelKind::init`] → [`train_local`] on a writer's [`datasets::SampleView`] →
-//! [`weights::to_bytes`] (what travels) → [`weights::load`] → [`fedavg`] → [`evaluate`].
-//! A round's local trainings run side by side on [`lanes`], one thread each.
+//! ## Layout
+//! - [`runner`]: one job against a live manager — submit rounds, serve plans and collect
+//!   updates (`runner/server.rs`), aggregate, close each round with the updates it holds
+//!   (the manager judges it by venn-core's close rule), evaluate, report.
+//! - [`fedavg_run`]: FedAvg without a manager (`fl-job fedavg`), a round's trainings on
+//!   fl-task's lanes; [`centralized`]: one model on pooled data.
+//! - [`bench`]: training and inference throughput (`fl-job bench`); [`plot`]: accuracy
+//!   curves as PNG.
+//! - `error.rs`: [`JobError`], the runner's errors around fl-task's [`fl_task::FlError`].
 
-mod backend;
 pub mod bench;
 pub mod centralized;
-
-mod config;
 mod error;
-mod eval;
-mod fedavg;
 pub mod fedavg_run;
-pub mod lanes;
-pub mod model;
 pub mod plot;
-
 pub mod runner;
-mod sgd;
-pub mod task;
-mod tensors;
-mod train;
-pub mod weights;
 
-pub use backend::Backend;
-pub use config::TrainConfig;
-pub use error::FlError;
-pub use eval::{EvalStats, evaluate};
-pub use fedavg::fedavg;
-pub use model::{Model, ModelKind, cpu_kernels, set_cpu_kernels};
-pub use tensors::{NamedTensor, read_shapes, read_tensors, trainable_params, write_tensors};
-pub use train::{TrainStats, train_local, train_local_with};
+pub use error::JobError;

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::error::FlError;
+use fl_task::FlError;
 
 /// Where DejaVu Sans usually lives on Debian/Ubuntu.
 const FONT_PATHS: [&str; 2] = [

@@ -3,19 +3,19 @@
 mod common;
 
 use common::{TINY_MOBILENET, TINY_RESNET, device, model};
-use fl_job::{ModelKind, fedavg, read_tensors, weights};
+use fl_task::{ModelKind, fedavg, read_tensors, weights};
 
 #[test]
 fn weights_round_trip_bit_exactly_with_running_stats() {
     for kind in [TINY_RESNET, TINY_MOBILENET] {
         // Train a step so BatchNorm running statistics differ from their init.
         let data = common::samples(8, 4);
-        let cfg = fl_job::TrainConfig {
+        let cfg = fl_task::TrainConfig {
             max_steps: Some(1),
             batch_size: 8,
             ..Default::default()
         };
-        let (m, _) = fl_job::train_local(model(kind), data.view(), &cfg, &device()).unwrap();
+        let (m, _) = fl_task::train_local(model(kind), data.view(), &cfg, &device()).unwrap();
         let bytes = weights::to_bytes(kind, &m).unwrap();
         let header = weights::header(&bytes).unwrap();
         assert_eq!(header.kind, kind);
@@ -108,7 +108,7 @@ fn fedavg_of_two_models_is_the_weighted_mean() {
     assert_eq!(read_tensors(&same).unwrap(), ta);
 }
 
-fn z_path(t: &[fl_job::NamedTensor], _i: usize) -> String {
+fn z_path(t: &[fl_task::NamedTensor], _i: usize) -> String {
     t.first().map(|t| t.path.clone()).unwrap_or_default()
 }
 

@@ -6,8 +6,8 @@ mod common;
 
 use common::{TINY_RESNET, samples};
 use datasets::{Femnist, Writer, shuffled_indices};
-use fl_job::TrainConfig;
 use fl_job::fedavg_run::{FedAvgConfig, participants, run_fedavg};
+use fl_task::TrainConfig;
 
 /// `n` writers of 12–19 synthetic samples each, with test parts of 4.
 fn data(n: usize) -> Femnist {
@@ -53,9 +53,9 @@ fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
     assert_eq!(wa.len(), 3);
     // Compared as values: the bytes also carry Burn's parameter ids, fresh per model.
     let values = |w: &[u8]| {
-        let device = fl_job::Backend::Flex.device();
-        let (_, model) = fl_job::weights::from_bytes(w, &device).unwrap();
-        fl_job::read_tensors(&model).unwrap()
+        let device = fl_task::Backend::Flex.device();
+        let (_, model) = fl_task::weights::from_bytes(w, &device).unwrap();
+        fl_task::read_tensors(&model).unwrap()
     };
     for (k, (x, y)) in wa.iter().zip(&wb).enumerate() {
         assert!(

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{device, samples};
-use fl_job::task::{FlTask, Registry};
-use fl_job::{read_tensors, weights};
+use fl_task::task::{FlTask, Registry};
+use fl_task::{read_tensors, weights};
 use std::sync::Arc;
 
 fn task() -> Arc<dyn FlTask> {

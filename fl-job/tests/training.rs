@@ -5,7 +5,7 @@ mod common;
 use burn::module::Module;
 use burn::tensor::{Distribution, Tensor};
 use common::{TINY_MOBILENET, TINY_RESNET, device, model, rng_lock, samples};
-use fl_job::{ModelKind, TrainConfig, evaluate, train_local};
+use fl_task::{ModelKind, TrainConfig, evaluate, train_local};
 
 #[test]
 fn models_map_28x28_to_62_logits_and_have_the_reference_sizes() {
@@ -16,7 +16,7 @@ fn models_map_28x28_to_62_logits_and_have_the_reference_sizes() {
     }
     // Trainable parameter counts of the reference architectures (a probe on this machine
     // and the torchvision layouts with a 1-channel stem and 62 classes).
-    let count = |k: ModelKind| fl_job::trainable_params(&model(k));
+    let count = |k: ModelKind| fl_task::trainable_params(&model(k));
     assert_eq!(count(ModelKind::ResNet18 { base_width: 16 }), 707_886);
     assert_eq!(count(ModelKind::MobileNetV2 { width: 0.5 }), 766_814);
 }
@@ -71,7 +71,7 @@ fn train_config_is_serde_and_validated() {
 /// trains round 0, and `train` is round 0.
 #[test]
 fn a_task_trains_round_r_at_the_decayed_rate() {
-    use fl_job::task::{BurnTask, FlTask};
+    use fl_task::task::{BurnTask, FlTask};
     let _rng = rng_lock();
     let task = |lr: f64, lr_decay: f64| BurnTask {
         name: "decay".into(),
@@ -135,7 +135,7 @@ fn a_few_sgd_steps_lower_the_loss_on_a_fixed_batch() {
         device().seed(7);
         let m = model(kind);
         // Loss under training-mode BatchNorm, measured by a zero-lr step on the same batch.
-        let probe = |m: fl_job::Model| {
+        let probe = |m: fl_task::Model| {
             let zero = TrainConfig {
                 lr: 1e-12,
                 max_steps: Some(1),
@@ -186,8 +186,8 @@ fn training_steps_and_epochs_are_honoured() {
 /// depthwise filters, a N(0, 0.01) classifier), leaves most gradients within a few times
 /// rounding noise at one step from it: two summation orders then differed by up to 7× the
 /// yardstick below on single tensors. The kernels under test are the same at any weights.
-fn well_conditioned(m: fl_job::Model) -> fl_job::Model {
-    let mut tensors = fl_job::read_tensors(&m).unwrap();
+fn well_conditioned(m: fl_task::Model) -> fl_task::Model {
+    let mut tensors = fl_task::read_tensors(&m).unwrap();
     for t in tensors.iter_mut().filter(|t| t.path.ends_with("weight")) {
         // Burn keeps a Linear's weight as [in, out], a convolution's as [out, in, k, k].
         let fan_in: usize = match t.shape.len() {
@@ -200,7 +200,7 @@ fn well_conditioned(m: fl_job::Model) -> fl_job::Model {
             *v = (2.0 * u - 1.0) * bound;
         }
     }
-    fl_job::write_tensors(m, tensors).unwrap()
+    fl_task::write_tensors(m, tensors).unwrap()
 }
 
 /// fl-job's CPU kernels (convolutions, BatchNorm + activation) and Burn's ops give the same
@@ -230,21 +230,21 @@ fn cpu_kernels_and_burn_ops_give_the_same_gradients() {
     for kind in [TINY_RESNET, winograd, TINY_MOBILENET] {
         device().seed(11);
         let start = well_conditioned(model(kind));
-        let mut tensors = fl_job::read_tensors(&start).unwrap();
+        let mut tensors = fl_task::read_tensors(&start).unwrap();
         let stem = tensors
             .iter_mut()
             .find(|t| t.path.ends_with("stem.conv.weight"))
             .expect("a stem convolution");
         stem.values.iter_mut().for_each(|v| *v *= 1.0 + 1e-6);
-        let twin = fl_job::write_tensors(model(kind), tensors).unwrap();
+        let twin = fl_task::write_tensors(model(kind), tensors).unwrap();
 
         // Each parameter's move in one step, i.e. its gradient.
-        let step = |from: &fl_job::Model, kernels: bool| {
-            fl_job::set_cpu_kernels(kernels);
+        let step = |from: &fl_task::Model, kernels: bool| {
+            fl_task::set_cpu_kernels(kernels);
             let (m, stats) = train_local(from.clone(), data.view(), &cfg, &device()).unwrap();
-            fl_job::set_cpu_kernels(true);
-            let before = fl_job::read_tensors(from).unwrap();
-            let after = fl_job::read_tensors(&m).unwrap();
+            fl_task::set_cpu_kernels(true);
+            let before = fl_task::read_tensors(from).unwrap();
+            let after = fl_task::read_tensors(&m).unwrap();
             let moves: Vec<(String, Vec<f32>)> = before
                 .into_iter()
                 .zip(after)

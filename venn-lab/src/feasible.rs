@@ -7,7 +7,7 @@
 //! `devices.compress`.
 
 use datasets::Femnist;
-use fl_job::task::Registry;
+use fl_task::task::Registry;
 use venn_core::DeviceProfile;
 use venn_sim::engine::JobFeasibility;
 

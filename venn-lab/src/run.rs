@@ -9,7 +9,7 @@ use device_agent::agent::{Agent, AgentConfig, AgentStats, Shard};
 use device_agent::availability::{Availability, SessionOptions};
 use device_agent::population;
 use fl_job::runner::{RunOptions, run_job};
-use fl_job::task::Registry;
+use fl_task::task::Registry;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -266,7 +266,7 @@ type Agents = (
 );
 
 /// The running jobs: each ends with its name and its report (or why it failed).
-type JobSet = tokio::task::JoinSet<(String, Result<fl_job::runner::JobReport, fl_job::FlError>)>;
+type JobSet = tokio::task::JoinSet<(String, Result<fl_job::runner::JobReport, fl_job::JobError>)>;
 
 /// [`job_csv`], emptied of a previous run's rows.
 fn fresh_job_csv(out: &Path, name: &str) -> PathBuf {

@@ -17,8 +17,8 @@ use device_agent::agent::{
 };
 use device_agent::availability::{Availability, DeviceState, Session, SessionOptions, Timeline};
 use device_agent::population;
-use fl_job::task::{FlTask, LocalUpdate, Registry};
-use fl_job::{EvalStats, FlError, NamedTensor};
+use fl_task::task::{FlTask, LocalUpdate, Registry};
+use fl_task::{EvalStats, FlError, NamedTensor};
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::path::PathBuf;
@@ -300,10 +300,10 @@ fn emulated_duration_scales_compute_and_transfer() {
 /// device's samples × epochs × the model's cost per sample, plus its bytes both ways.
 #[test]
 fn emulated_duration_of_stated_work_is_the_virtual_clocks() {
-    let task = fl_job::task::BurnTask {
+    let task = fl_task::task::BurnTask {
         name: "m".into(),
         kind: "mobilenet_v2:0.25".parse().unwrap(),
-        train: fl_job::TrainConfig {
+        train: fl_task::TrainConfig {
             local_epochs: 2,
             ..Default::default()
         },

@@ -8,7 +8,7 @@
 mod custom_task;
 
 use datasets::{Femnist, IMAGE_PIXELS, Writer};
-use fl_job::task::Registry;
+use fl_task::task::Registry;
 use std::path::Path;
 use std::sync::Arc;
 use venn_lab::{LabConfig, LabResult, run_experiment};
@@ -464,15 +464,15 @@ eval_samples = 100
 /// The example task, except that its first aggregation yields a model full of NaN — as a
 /// buggy aggregator or an overflowing server optimizer would.
 struct FirstAggregationBroken {
-    inner: Arc<dyn fl_job::task::FlTask>,
+    inner: Arc<dyn fl_task::task::FlTask>,
     broken: std::sync::atomic::AtomicBool,
 }
 
-impl fl_job::task::FlTask for FirstAggregationBroken {
+impl fl_task::task::FlTask for FirstAggregationBroken {
     fn name(&self) -> &str {
         "first-aggregation-broken"
     }
-    fn init(&self, seed: u64) -> Result<Vec<u8>, fl_job::FlError> {
+    fn init(&self, seed: u64) -> Result<Vec<u8>, fl_task::FlError> {
         self.inner.init(seed)
     }
     fn train(
@@ -480,7 +480,7 @@ impl fl_job::task::FlTask for FirstAggregationBroken {
         global: &[u8],
         data: datasets::SampleView<'_>,
         seed: u64,
-    ) -> Result<fl_job::task::LocalUpdate, fl_job::FlError> {
+    ) -> Result<fl_task::task::LocalUpdate, fl_task::FlError> {
         self.inner.train(global, data, seed)
     }
     fn train_round(
@@ -489,28 +489,28 @@ impl fl_job::task::FlTask for FirstAggregationBroken {
         data: datasets::SampleView<'_>,
         seed: u64,
         round: u32,
-    ) -> Result<fl_job::task::LocalUpdate, fl_job::FlError> {
+    ) -> Result<fl_task::task::LocalUpdate, fl_task::FlError> {
         self.inner.train_round(global, data, seed, round)
     }
     fn evaluate(
         &self,
         weights: &[u8],
         data: datasets::SampleView<'_>,
-    ) -> Result<fl_job::EvalStats, fl_job::FlError> {
+    ) -> Result<fl_task::EvalStats, fl_task::FlError> {
         self.inner.evaluate(weights, data)
     }
-    fn decode(&self, weights: &[u8]) -> Result<Vec<fl_job::NamedTensor>, fl_job::FlError> {
+    fn decode(&self, weights: &[u8]) -> Result<Vec<fl_task::NamedTensor>, fl_task::FlError> {
         self.inner.decode(weights)
     }
-    fn encode(&self, tensors: Vec<fl_job::NamedTensor>) -> Result<Vec<u8>, fl_job::FlError> {
+    fn encode(&self, tensors: Vec<fl_task::NamedTensor>) -> Result<Vec<u8>, fl_task::FlError> {
         self.inner.encode(tensors)
     }
     fn aggregate(
         &self,
         global: &[u8],
         updates: &[(Vec<u8>, u64)],
-        state: &mut fl_job::task::ServerState,
-    ) -> Result<Vec<u8>, fl_job::FlError> {
+        state: &mut fl_task::task::ServerState,
+    ) -> Result<Vec<u8>, fl_task::FlError> {
         let good = self.inner.aggregate(global, updates, state)?;
         if self.broken.swap(false, std::sync::atomic::Ordering::SeqCst) {
             let mut t = self.inner.decode(&good)?;
@@ -529,7 +529,7 @@ async fn a_failed_aggregation_aborts_and_retries_the_round_instead_of_ending_the
         Ok(Arc::new(FirstAggregationBroken {
             inner,
             broken: true.into(),
-        }) as Arc<dyn fl_job::task::FlTask>)
+        }) as Arc<dyn fl_task::task::FlTask>)
     });
     let toml = r#"
 name = "e2e-broken-aggregate"

@@ -3,7 +3,7 @@
 //! job has heard the reply and opened its slot, so the server must not refuse them.
 
 use fl_job::runner::{JobShared, OpenSlot, router};
-use fl_job::task::Registry;
+use fl_task::task::Registry;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use fl_job::task::Registry;
+use fl_task::task::Registry;
 use venn_core::PolicyRegistry;
 use venn_lab::sim::VirtualOptions;
 use venn_lab::{LabConfig, LabResult, run_virtual};

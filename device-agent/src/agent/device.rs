@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 use tokio::time::{Instant, sleep_until, timeout_at};
+use venn_api::TaskPlan;
 use venn_api::client::{ClientError, JobClient};
 use venn_api::manager::TaskReport;
 use venn_api::manager::{Assignment, CheckInReply};
@@ -188,6 +189,24 @@ fn session_ended(sh: &Shared, id: u64, a: &Assignment) -> Outcome {
     Outcome::SessionEnded
 }
 
+/// What every step of one assignment needs to know about the device and its task.
+struct Serving<'a> {
+    sh: &'a Shared,
+    index: usize,
+    id: u64,
+    a: &'a Assignment,
+    session_end: Option<Instant>,
+}
+
+/// A local training that succeeded, with what its emulated duration follows from.
+struct Trained {
+    weights: Vec<u8>,
+    samples: u64,
+    loss: f64,
+    compute: Duration,
+    timing: TaskTiming,
+}
+
 /// Serves one assignment: ack, fetch, train, wait out the emulated duration, upload.
 async fn serve(
     sh: &Shared,
@@ -204,32 +223,18 @@ async fn serve(
         tracing::warn!(device = id, job = a.job_id, error = %e, "could not acknowledge a task");
         return fail(sh, id, token).await;
     }
-    let job = JobClient::new(sh.client.http(), &a.plan_url, token, sh.http_timeout);
-    let fetched = until(session_end, async {
-        let plan = with_slot(sh, job.plan()).await?;
-        let weights = with_slot(sh, job.weights(weights_limit(a.model_size_bytes))).await?;
-        Ok::<_, ClientError>((plan, weights))
-    })
-    .await;
-    let (plan, global) = match fetched {
-        None => return session_ended(sh, id, a),
-        Some(Err(e)) => {
-            tracing::warn!(device = id, job = a.job_id, round = a.round, error = %e, "could not fetch the task");
-            return fail(sh, id, token).await;
-        }
-        Some(Ok(x)) => x,
+    let s = Serving {
+        sh,
+        index,
+        id,
+        a,
+        session_end,
     };
-    if plan.job_id != a.job_id || plan.round != a.round || plan.weights_bytes != global.len() as u64
-    {
-        tracing::warn!(
-            device = id,
-            assigned = ?(a.job_id, a.round),
-            plan = ?(plan.job_id, plan.round, plan.weights_bytes),
-            weights = global.len(),
-            "the plan does not match the assignment or the weights"
-        );
-        return fail(sh, id, token).await;
-    }
+    let job = JobClient::new(sh.client.http(), &a.plan_url, token, sh.http_timeout);
+    let (plan, global) = match s.fetch(&job).await {
+        Ok(x) => x,
+        Err(outcome) => return outcome,
+    };
     if vanish {
         // Vanishing before training keeps the CPU for devices whose work counts; the
         // job sees the same thing either way: a download and then silence.
@@ -242,113 +247,189 @@ async fn serve(
         );
         return Outcome::Vanished;
     }
-    let task = match sh.tasks.get(&plan.task, &plan.params) {
+    let trained = match s.train(&plan, global).await {
         Ok(t) => t,
-        Err(e) => {
-            tracing::warn!(device = id, task = %plan.task, error = %e, "cannot build the task");
-            return fail(sh, id, token).await;
-        }
+        Err(outcome) => return outcome,
     };
-    // Waiting for a worker counts as time on the device; giving up at the session end
-    // spares the CPU a training nobody will receive.
-    let permit = match until(session_end, sh.train_pool.acquire()).await {
-        None => return session_ended(sh, id, a),
-        Some(p) => p.expect("the worker semaphore is never closed"),
+    let emulated = match s.wait_out(started, &trained).await {
+        Ok(d) => d,
+        Err(outcome) => return outcome,
     };
-    let data = sh.data.clone();
-    let writers: Vec<usize> = sh.partition.writers(index as u64).collect();
-    let seed = mix(plan.seed, id);
-    let round = plan.round;
-    let down = global.len() as u64;
-    let work = task.work();
-    let joined = tokio::task::spawn_blocking(move || {
-        let t = std::time::Instant::now();
-        let r = if let [w] = writers[..] {
-            task.train_round(&global, data.train[w].view(), seed, round)
-        } else {
-            let samples = Samples::from_writers(writers.iter().map(|&w| &data.train[w]));
-            task.train_round(&global, samples.view(), seed, round)
-        };
-        (r, t.elapsed())
-    })
-    .await;
-    drop(permit);
-    let (result, compute) = match joined {
-        Ok(x) => x,
-        Err(e) => {
-            tracing::error!(device = id, error = %e, "training panicked");
-            return fail(sh, id, token).await;
-        }
-    };
-    let update = match result {
-        Ok(u) => u,
-        Err(e) => {
-            tracing::warn!(device = id, task = %plan.task, error = %e, "training failed");
-            return fail(sh, id, token).await;
-        }
-    };
-    sh.stats.trainings.fetch_add(1, Relaxed);
-    sh.stats.samples_trained.fetch_add(update.samples, Relaxed);
-    sh.stats
-        .training_us
-        .fetch_add(compute.as_micros() as u64, Relaxed);
-    let bytes = down + update.weights.len() as u64;
-    let timing = match work {
-        Some(work) => TaskTiming::Work {
-            work,
-            samples: update.samples,
-        },
-        None => TaskTiming::Measured {
-            compute,
-            transfer_bytes: bytes,
-        },
-    };
-    let emulated = emulated_duration(timing, &sh.profiles[index], sh.timeline.compress);
-    let finish = (started + emulated).max(Instant::now());
-    if let Some(end) = session_end
-        && finish > end
-    {
-        sleep_until(end).await;
-        return session_ended(sh, id, a);
+    s.upload(&job, trained, emulated).await
+}
+
+impl Serving<'_> {
+    fn token(&self) -> &str {
+        self.a.task_token.as_str()
     }
-    sleep_until(finish).await;
-    tracing::debug!(
-        device = id,
-        job = a.job_id,
-        round = a.round,
-        samples = update.samples,
-        loss = update.loss,
-        compute_s = compute.as_secs_f64(),
-        emulated_s = emulated.as_secs_f64(),
-        "uploading"
-    );
-    match with_slot(sh, job.upload(update.weights, update.samples)).await {
-        Ok(()) => {
-            sh.stats.updates_uploaded.fetch_add(1, Relaxed);
-            Outcome::Uploaded
+
+    /// The plan and the global weights, checked against the assignment.
+    async fn fetch(&self, job: &JobClient<'_>) -> Result<(TaskPlan, Vec<u8>), Outcome> {
+        let (sh, id, a) = (self.sh, self.id, self.a);
+        let fetched = until(self.session_end, async {
+            let plan = with_slot(sh, job.plan()).await?;
+            let weights = with_slot(sh, job.weights(weights_limit(a.model_size_bytes))).await?;
+            Ok::<_, ClientError>((plan, weights))
+        })
+        .await;
+        let (plan, global) = match fetched {
+            None => return Err(session_ended(sh, id, a)),
+            Some(Err(e)) => {
+                tracing::warn!(device = id, job = a.job_id, round = a.round, error = %e, "could not fetch the task");
+                return Err(fail(sh, id, self.token()).await);
+            }
+            Some(Ok(x)) => x,
+        };
+        if plan.job_id != a.job_id
+            || plan.round != a.round
+            || plan.weights_bytes != global.len() as u64
+        {
+            tracing::warn!(
+                device = id,
+                assigned = ?(a.job_id, a.round),
+                plan = ?(plan.job_id, plan.round, plan.weights_bytes),
+                weights = global.len(),
+                "the plan does not match the assignment or the weights"
+            );
+            return Err(fail(sh, id, self.token()).await);
         }
-        Err(e) => {
-            if let Some(status) = e.status()
-                && (400..500).contains(&status)
-            {
-                sh.stats.rejected.fetch_add(1, Relaxed);
+        Ok((plan, global))
+    }
+
+    /// Trains the global weights on the device's data on a worker thread.
+    async fn train(&self, plan: &TaskPlan, global: Vec<u8>) -> Result<Trained, Outcome> {
+        let (sh, id) = (self.sh, self.id);
+        let task = match sh.tasks.get(&plan.task, &plan.params) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(device = id, task = %plan.task, error = %e, "cannot build the task");
+                return Err(fail(sh, id, self.token()).await);
             }
-            // A straggler arriving after its round closed (401/409) is normal FL life, not
-            // a fault worth a warning, and so is one whose job has finished and stopped
-            // serving (connection refused); anything else is.
-            if matches!(e.status(), Some(401 | 409)) {
-                tracing::debug!(device = id, job = a.job_id, round = a.round, error = %e, "late upload refused");
-            } else if matches!(&e, ClientError::Http { source, .. } if source.is_connect()) {
-                tracing::info!(
-                    device = id,
-                    job = a.job_id,
-                    round = a.round,
-                    "job no longer serving (finished or stopped); update dropped"
-                );
+        };
+        // Waiting for a worker counts as time on the device; giving up at the session end
+        // spares the CPU a training nobody will receive.
+        let permit = match until(self.session_end, sh.train_pool.acquire()).await {
+            None => return Err(session_ended(sh, id, self.a)),
+            Some(p) => p.expect("the worker semaphore is never closed"),
+        };
+        let data = sh.data.clone();
+        let writers: Vec<usize> = sh.partition.writers(self.index as u64).collect();
+        let seed = mix(plan.seed, id);
+        let round = plan.round;
+        let down = global.len() as u64;
+        let work = task.work();
+        let joined = tokio::task::spawn_blocking(move || {
+            let t = std::time::Instant::now();
+            let r = if let [w] = writers[..] {
+                task.train_round(&global, data.train[w].view(), seed, round)
             } else {
-                tracing::warn!(device = id, job = a.job_id, round = a.round, error = %e, "upload failed");
+                let samples = Samples::from_writers(writers.iter().map(|&w| &data.train[w]));
+                task.train_round(&global, samples.view(), seed, round)
+            };
+            (r, t.elapsed())
+        })
+        .await;
+        drop(permit);
+        let (result, compute) = match joined {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::error!(device = id, error = %e, "training panicked");
+                return Err(fail(sh, id, self.token()).await);
             }
-            fail(sh, id, token).await
+        };
+        let update = match result {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!(device = id, task = %plan.task, error = %e, "training failed");
+                return Err(fail(sh, id, self.token()).await);
+            }
+        };
+        sh.stats.trainings.fetch_add(1, Relaxed);
+        sh.stats.samples_trained.fetch_add(update.samples, Relaxed);
+        sh.stats
+            .training_us
+            .fetch_add(compute.as_micros() as u64, Relaxed);
+        let bytes = down + update.weights.len() as u64;
+        let timing = match work {
+            Some(work) => TaskTiming::Work {
+                work,
+                samples: update.samples,
+            },
+            None => TaskTiming::Measured {
+                compute,
+                transfer_bytes: bytes,
+            },
+        };
+        Ok(Trained {
+            weights: update.weights,
+            samples: update.samples,
+            loss: update.loss,
+            compute,
+            timing,
+        })
+    }
+
+    /// Waits until the task's emulated duration since `started` has passed, unless the
+    /// session ends first; the emulated duration.
+    async fn wait_out(&self, started: Instant, trained: &Trained) -> Result<Duration, Outcome> {
+        let sh = self.sh;
+        let emulated = emulated_duration(
+            trained.timing,
+            &sh.profiles[self.index],
+            sh.timeline.compress,
+        );
+        let finish = (started + emulated).max(Instant::now());
+        if let Some(end) = self.session_end
+            && finish > end
+        {
+            sleep_until(end).await;
+            return Err(session_ended(sh, self.id, self.a));
+        }
+        sleep_until(finish).await;
+        Ok(emulated)
+    }
+
+    /// Uploads the update; a refused or failed upload reports the task failed.
+    async fn upload(&self, job: &JobClient<'_>, trained: Trained, emulated: Duration) -> Outcome {
+        let (sh, id, a) = (self.sh, self.id, self.a);
+        tracing::debug!(
+            device = id,
+            job = a.job_id,
+            round = a.round,
+            samples = trained.samples,
+            loss = trained.loss,
+            compute_s = trained.compute.as_secs_f64(),
+            emulated_s = emulated.as_secs_f64(),
+            "uploading"
+        );
+        match with_slot(sh, job.upload(trained.weights, trained.samples)).await {
+            Ok(()) => {
+                sh.stats.updates_uploaded.fetch_add(1, Relaxed);
+                Outcome::Uploaded
+            }
+            Err(e) => {
+                if let Some(status) = e.status()
+                    && (400..500).contains(&status)
+                {
+                    sh.stats.rejected.fetch_add(1, Relaxed);
+                }
+                // A straggler arriving after its round closed (401/409) is normal FL life, not
+                // a fault worth a warning, and so is one whose job has finished and stopped
+                // serving (connection refused); anything else is.
+                if matches!(e.status(), Some(401 | 409)) {
+                    tracing::debug!(device = id, job = a.job_id, round = a.round, error = %e, "late upload refused");
+                } else if matches!(&e, ClientError::Http { source, .. } if source.is_connect()) {
+                    tracing::info!(
+                        device = id,
+                        job = a.job_id,
+                        round = a.round,
+                        "job no longer serving (finished or stopped); update dropped"
+                    );
+                } else {
+                    tracing::warn!(device = id, job = a.job_id, round = a.round, error = %e, "upload failed");
+                }
+                fail(sh, id, self.token()).await
+            }
         }
     }
 }

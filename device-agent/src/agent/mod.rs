@@ -38,7 +38,7 @@ pub use tasks::TaskCache;
 
 use crate::availability::{Availability, AvailabilityError, Timeline};
 use datasets::Femnist;
-use fl_job::task::Registry;
+use fl_task::task::Registry;
 use serde::Serialize;
 use std::future::Future;
 use std::path::Path;

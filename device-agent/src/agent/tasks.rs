@@ -1,8 +1,8 @@
 //! Built tasks shared by every device: a job's devices all receive the same plan, so the
 //! task is built once per (name, parameters) instead of once per assignment.
 
-use fl_job::FlError;
-use fl_job::task::{FlTask, Registry};
+use fl_task::FlError;
+use fl_task::task::{FlTask, Registry};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

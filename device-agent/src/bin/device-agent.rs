@@ -8,7 +8,7 @@ use clap::{ArgGroup, Parser};
 use device_agent::agent::{Agent, AgentConfig, Shard, load_femnist};
 use device_agent::availability::{Availability, SessionOptions};
 use device_agent::population;
-use fl_job::task::Registry;
+use fl_task::task::Registry;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -10,7 +10,7 @@ use datasets::{Femnist, WriterSet};
 use fl_job::bench::{bench_model, markdown};
 use fl_job::centralized::{CentralizedConfig, Point, run_centralized};
 use fl_job::plot::{Series, accuracy_png};
-use fl_job::{Backend, ModelKind, TrainConfig, weights};
+use fl_task::{Backend, ModelKind, TrainConfig, weights};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Models, training and FedAvg for the Venn FL testbed (FEMNIST, Burn).
@@ -202,7 +202,7 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
     let bar = ProgressBar::new(u64::from(cfg.rounds)).with_style(ProgressStyle::with_template(
         "{bar:30} round {pos}/{len} [{elapsed}] {msg}",
     )?);
-    let task = fl_job::task::BurnTask {
+    let task = fl_task::task::BurnTask {
         name: "fedavg-run".into(),
         kind: cfg.model,
         train: cfg.train.clone(),
@@ -254,8 +254,8 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
 }
 
 /// One round's global weights as a little-endian f32 blob in init.f32's layout.
-fn save_round(task: &fl_job::task::BurnTask, global: &[u8], path: &Path) -> anyhow::Result<()> {
-    use fl_job::task::FlTask;
+fn save_round(task: &fl_task::task::BurnTask, global: &[u8], path: &Path) -> anyhow::Result<()> {
+    use fl_task::task::FlTask;
     let (blob, _) = fl_job::fedavg_run::tensors_blob(&task.decode(global)?);
     std::fs::write(path, blob).with_context(|| format!("writing {}", path.display()))
 }
@@ -324,7 +324,7 @@ fn run_live(a: RunArgs) -> anyhow::Result<()> {
     }
     cfg.validate()
         .map_err(|(k, why)| anyhow::anyhow!("{}: {k}: {why}", config.display()))?;
-    let registry = fl_job::task::Registry::with_builtins();
+    let registry = fl_task::task::Registry::with_builtins();
     let t = registry.build(&cfg.task, &cfg.params)?;
     let femnist = Femnist::open(data.as_deref(), WriterSet::Main)?;
     let test = std::sync::Arc::new(femnist.eval_set(cfg.eval_samples, cfg.eval_seed));
@@ -380,7 +380,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Fedavg(a) => {
             // The task's backend is the default (flex), as in every job and device.
             anyhow::ensure!(
-                matches!(cli.backend, fl_job::Backend::Flex),
+                matches!(cli.backend, fl_task::Backend::Flex),
                 "fedavg runs on the flex backend (the one jobs and devices use)"
             );
             return run_fedavg(a);
@@ -396,9 +396,9 @@ fn main() -> anyhow::Result<()> {
             json,
             burn_ops,
         } => {
-            fl_job::set_cpu_kernels(!burn_ops);
+            fl_task::set_cpu_kernels(!burn_ops);
             // Only the flex backend has fl-job's kernels; the others always run Burn's ops.
-            let ours = !burn_ops && matches!(cli.backend, fl_job::Backend::Flex);
+            let ours = !burn_ops && matches!(cli.backend, fl_task::Backend::Flex);
             let kernels = if ours { "fl-job" } else { "burn" };
             let bar = ProgressBar::new(models.len() as u64).with_style(
                 ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")?,
@@ -412,7 +412,7 @@ fn main() -> anyhow::Result<()> {
                 bar.inc(1);
             }
             bar.finish_and_clear();
-            let isa = fl_job::model::kernel_isa();
+            let isa = fl_task::model::kernel_isa();
             println!(
                 "backend: {}, kernels: {kernels} ({isa}), batch {batch}, rayon threads: {}",
                 cli.backend,

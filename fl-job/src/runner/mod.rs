@@ -13,9 +13,9 @@ pub use config::JobConfig;
 pub use report::{JobReport, JobResults, JobState, RoundRow};
 pub use server::{JobShared, MAX_UPDATE_SAMPLES, OpenSlot, router};
 
-use crate::error::FlError;
-use crate::task::{FlTask, ServerState};
+use crate::error::JobError;
 use datasets::Samples;
+use fl_task::task::{FlTask, ServerState};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -65,15 +65,15 @@ impl RunOptions {
 }
 
 /// The `plan_url` a job bound at `addr` registers: `advertise`, or the bound address.
-pub fn plan_url(addr: SocketAddr, advertise: Option<&str>) -> Result<String, FlError> {
+pub fn plan_url(addr: SocketAddr, advertise: Option<&str>) -> Result<String, JobError> {
     match advertise {
         Some(a) if a.starts_with("http://") || a.starts_with("https://") => {
             Ok(a.trim_end_matches('/').to_string())
         }
-        Some(a) => Err(FlError::Config(format!(
+        Some(a) => Err(JobError::config(format!(
             "advertised URL {a:?} must start with http:// or https://"
         ))),
-        None if addr.ip().is_unspecified() => Err(FlError::Config(format!(
+        None if addr.ip().is_unspecified() => Err(JobError::config(format!(
             "the job listens on {addr}, which devices cannot dial: pass the URL they reach \
              it at (fl-job run --advertise http://HOST:{})",
             addr.port()
@@ -94,14 +94,14 @@ pub async fn run_job(
     task: Arc<dyn FlTask>,
     test: Arc<Samples>,
     opts: RunOptions,
-) -> Result<JobReport, FlError> {
+) -> Result<JobReport, JobError> {
     cfg.validate()
-        .map_err(|(k, why)| FlError::Config(format!("{k}: {why}")))?;
+        .map_err(|(k, why)| JobError::config(format!("{k}: {why}")))?;
     let seed = cfg.seed;
     let init_task = task.clone();
     let global = tokio::task::spawn_blocking(move || init_task.init(seed))
         .await
-        .map_err(|e| FlError::Config(e.to_string()))??;
+        .map_err(|e| JobError::config(e.to_string()))??;
     let model_bytes = global.len();
     let shared = Arc::new(JobShared::new(
         &cfg.name,
@@ -112,10 +112,10 @@ pub async fn run_job(
     ));
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
-        .map_err(|e| FlError::Server(format!("bind {}: {e}", opts.listen)))?;
+        .map_err(|e| JobError::Server(format!("bind {}: {e}", opts.listen)))?;
     let addr = listener
         .local_addr()
-        .map_err(|e| FlError::Server(e.to_string()))?;
+        .map_err(|e| JobError::Server(e.to_string()))?;
     let app = router(shared.clone(), model_bytes * 2 + (1 << 20));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let http = reqwest::Client::new();
@@ -159,7 +159,7 @@ pub async fn run_job(
     )
     .await;
     if result.is_ok() {
-        result = api.finish().await.map_err(FlError::from);
+        result = api.finish().await.map_err(JobError::from);
     }
     match &result {
         Ok(()) => {
@@ -203,7 +203,7 @@ async fn rounds_loop(
     opts: &RunOptions,
     report: &mut JobReport,
     server_state: &mut ServerState,
-) -> Result<(), FlError> {
+) -> Result<(), JobError> {
     let needed = cfg.needed() as usize;
     for r in 0..cfg.rounds {
         let mut attempts = 0;
@@ -291,7 +291,7 @@ async fn rounds_loop(
                 "round aborted (deadline missed or aggregation failed); retrying"
             );
             if attempts >= cfg.max_attempts {
-                return Err(FlError::Manager(format!(
+                return Err(JobError::Manager(format!(
                     "round {r} failed {attempts} times"
                 )));
             }
@@ -307,7 +307,7 @@ async fn rounds_loop(
         let (t, te) = (task.clone(), test.clone());
         let eval = tokio::task::spawn_blocking(move || t.evaluate(&new_global, te.view()))
             .await
-            .map_err(|e| FlError::Config(e.to_string()))??;
+            .map_err(|e| JobError::config(e.to_string()))??;
         let mut row = RoundRow {
             participants: participants as u32,
             stragglers: status.assigned.saturating_sub(participants as u32),
@@ -365,7 +365,7 @@ async fn aggregate_checked(
     shared: &Arc<JobShared>,
     updates: Vec<(Vec<u8>, u64)>,
     state: &ServerState,
-) -> Result<Aggregated, FlError> {
+) -> Result<Aggregated, JobError> {
     let global = shared
         .global
         .lock()
@@ -375,7 +375,7 @@ async fn aggregate_checked(
     tokio::task::spawn_blocking(move || {
         let g = t.aggregate(&global, &updates, &mut state)?;
         t.check_update(&g)
-            .map_err(|e| FlError::FedAvg(format!("the new global model: {e}")))?;
+            .map_err(|e| JobError::fedavg(format!("the new global model: {e}")))?;
         Ok(Aggregated {
             global: g,
             state,
@@ -383,7 +383,7 @@ async fn aggregate_checked(
         })
     })
     .await
-    .map_err(|e| FlError::Config(e.to_string()))?
+    .map_err(|e| JobError::config(e.to_string()))?
 }
 
 /// Sleeps until an admitted job's planned launch: the manager assigns it no device

@@ -2,8 +2,8 @@
 //! the snapshot the job serves at `GET /v1/results` ([`JobResults`]) for a collector on
 //! another host.
 
-use crate::error::FlError;
-use crate::eval::EvalStats;
+use crate::error::JobError;
+use fl_task::EvalStats;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -112,12 +112,12 @@ impl JobReport {
         job_id: u64,
         registered_s: f64,
         csv: Option<PathBuf>,
-    ) -> Result<Self, FlError> {
+    ) -> Result<Self, JobError> {
         if let Some(p) = &csv
             && let Some(dir) = p.parent()
         {
             std::fs::create_dir_all(dir)
-                .map_err(|e| FlError::Io(format!("{}: {e}", dir.display())))?;
+                .map_err(|e| JobError::Io(format!("{}: {e}", dir.display())))?;
         }
         Ok(JobReport {
             name: name.into(),
@@ -129,19 +129,19 @@ impl JobReport {
         })
     }
 
-    pub(crate) fn push(&mut self, row: RoundRow) -> Result<(), FlError> {
+    pub(crate) fn push(&mut self, row: RoundRow) -> Result<(), JobError> {
         if let Some(p) = &self.csv {
             let new = !p.exists();
             let f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(p)
-                .map_err(|e| FlError::Io(format!("{}: {e}", p.display())))?;
+                .map_err(|e| JobError::Io(format!("{}: {e}", p.display())))?;
             let mut w = csv::WriterBuilder::new().has_headers(new).from_writer(f);
             w.serialize(&row)
-                .map_err(|e| FlError::Io(format!("{}: {e}", p.display())))?;
+                .map_err(|e| JobError::Io(format!("{}: {e}", p.display())))?;
             w.flush()
-                .map_err(|e| FlError::Io(format!("{}: {e}", p.display())))?;
+                .map_err(|e| JobError::Io(format!("{}: {e}", p.display())))?;
         }
         self.rounds.push(row);
         Ok(())

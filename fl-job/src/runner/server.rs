@@ -4,13 +4,13 @@
 //! (no token: it is what the job would print) serves its rounds so far to a collector.
 
 use super::report::JobResults;
-use crate::task::FlTask;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use fl_task::task::FlTask;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};

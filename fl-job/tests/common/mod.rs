@@ -4,7 +4,7 @@
 
 use burn::tensor::Device;
 use datasets::{IMAGE_PIXELS, Samples};
-use fl_job::{Model, ModelKind};
+use fl_task::{Model, ModelKind};
 
 /// Burn's CPU backend keeps one random state per process and models draw from it
 /// lazily, so a test that seeds it holds this lock, as does every test in the same

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use fl_job::task::Registry;
+use fl_task::task::Registry;
 use venn_core::PolicyRegistry;
 
 use crate::LabConfig;

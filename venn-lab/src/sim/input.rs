@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use datasets::Femnist;
-use fl_job::task::{FlTask, Registry};
+use fl_task::task::{FlTask, Registry};
 use venn_core::TaskWork;
 use venn_sim::engine::{DataPartition, DeviceTable, SimConfig, SimInput, SimJob};
 use venn_traces::{AvailabilityTrace, CheckInRow, DeviceCatalog, JobRow, SyntheticOptions};

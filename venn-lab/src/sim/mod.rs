@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use datasets::{Femnist, Located};
 use device_agent::agent::AgentStats;
 use fl_job::runner::RoundRow;
-use fl_job::task::Registry;
+use fl_task::task::Registry;
 use indicatif::{ProgressBar, ProgressStyle};
 use venn_core::{PolicyRegistry, RoundOutcome};
 use venn_sim::engine::{AfterClose, RoundClose, SimError, SimHooks, TaskResult, feasibility};

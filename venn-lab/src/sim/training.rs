@@ -12,7 +12,7 @@
 //! virtual clock, so the same seed gives the same bytes whatever the thread count.
 //!
 //! Every training, aggregation and evaluation runs on one of `threads` single-threaded
-//! lanes (`fl_job::lanes`), its kernels serially: side by side, two one-thread trainings do
+//! lanes (`fl_task::lanes`), its kernels serially: side by side, two one-thread trainings do
 //! about 1.5× the work of one training split over two threads at these model widths, and
 //! nothing is nested, so `threads` bounds the CPU used.
 
@@ -22,9 +22,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use datasets::{Femnist, Samples};
-use fl_job::lanes::{Lanes, Spawner};
 use fl_job::runner::RoundRow;
-use fl_job::task::{FlTask, ServerState};
+use fl_task::lanes::{Lanes, Spawner};
+use fl_task::task::{FlTask, ServerState};
 use venn_core::DataPartition;
 use venn_core::rng::derive_seed;
 

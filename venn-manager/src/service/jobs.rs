@@ -2,6 +2,15 @@
 //! cancellation, and what the API reads about a job.
 
 use super::*;
+use venn_core::admission::{AdmittedJob, StatementOfWork};
+
+/// A registration's rows for the store: the job, and what admission control made of it.
+struct Registering<'a> {
+    stored: &'a StoredJob,
+    admitted: Option<&'a AdmittedJob>,
+    statement: Option<&'a StatementOfWork>,
+    credential: Option<&'a str>,
+}
 
 impl Manager {
     /// Registers a job (`POST /v1/jobs`). With admission control off the statement of
@@ -23,54 +32,8 @@ impl Manager {
         credential: Option<String>,
     ) -> Result<Registered, ServiceError> {
         let statement = req.statement.take();
-        if req.name.trim().is_empty() {
-            return Err(ServiceError::field("name", "must not be empty"));
-        }
-        if req.name.len() > limits::MAX_NAME_BYTES {
-            return Err(ServiceError::field(
-                "name",
-                format!("at most {} bytes", limits::MAX_NAME_BYTES),
-            ));
-        }
-        if !(1..=limits::MAX_ROUNDS).contains(&req.rounds) {
-            return Err(ServiceError::field(
-                "rounds",
-                format!("must be in 1..={}", limits::MAX_ROUNDS),
-            ));
-        }
-        if req.plan_url.len() > limits::MAX_URL_BYTES {
-            return Err(ServiceError::field(
-                "plan_url",
-                format!("at most {} bytes", limits::MAX_URL_BYTES),
-            ));
-        }
-        check_tags("requirement.tags", &req.requirement.tags)?;
-        if !self.settings.registration.plan_host_allowed(&req.plan_url) {
-            return Err(ServiceError::field(
-                "plan_url",
-                "must be an http:// or https:// URL on loopback or on a host the manager \
-                 allows (--plan-host): devices are sent there",
-            ));
-        }
-        let statement = match (self.settings.admission.as_ref(), statement) {
-            (None, s) => {
-                if s.is_some() {
-                    tracing::debug!(name = %req.name, "statement of work ignored: admission control is off");
-                }
-                None
-            }
-            (Some(_), None) => {
-                return Err(ServiceError::field(
-                    "statement",
-                    "required while admission control is on: {value, rounds, demand, round_s}",
-                ));
-            }
-            (Some(params), Some(s)) => {
-                s.validate()?;
-                check_statement(&s, params)?;
-                Some(s)
-            }
-        };
+        self.check_registration(&req)?;
+        let statement = self.statement_for(&req.name, statement)?;
         let now = self.clock.now();
         let mut spec = JobSpec::new(req.name, req.requirement).with_rounds(req.rounds);
         if let Some(c) = req.task_cost {
@@ -78,45 +41,10 @@ impl Manager {
         }
         let mut guard = self.lock();
         let g = &mut *guard;
-        if let (Some(c), Some(quota)) = (
-            &credential,
-            self.settings.registration.max_jobs_per_credential,
-        ) && g.credential_jobs.get(c).copied().unwrap_or(0) >= quota
-        {
-            return Err(ServiceError::Quota {
-                credential: c.clone(),
-                quota,
-            });
-        }
+        self.check_quota(g, credential.as_deref())?;
         let id = JobId(g.next_job_id);
         g.core.register_job_with_id(id, spec.clone(), now)?;
-        let admitted = match (g.admission.as_mut(), &statement) {
-            (Some(adm), Some(sow)) => match adm.submit(id, sow, now) {
-                Ok(Admission::Admitted { plan }) => {
-                    if let Err(e) = g.core.hold_job(id, plan.launch_at) {
-                        adm.controller_mut().withdraw(id, now);
-                        let _ = g.core.remove_job(id, now);
-                        return Err(e.into());
-                    }
-                    let a = adm
-                        .controller()
-                        .admitted(id)
-                        .cloned()
-                        .expect("just admitted");
-                    Some(a)
-                }
-                Ok(Admission::Declined { quote, reason }) => {
-                    let _ = g.core.remove_job(id, now);
-                    tracing::info!(name = %spec.name, %reason, ?quote, "job declined by admission control");
-                    return Err(ServiceError::Declined { reason, quote });
-                }
-                Err(e) => {
-                    let _ = g.core.remove_job(id, now);
-                    return Err(e.into());
-                }
-            },
-            _ => None,
-        };
+        let admitted = g.admit_registered(id, &spec.name, statement.as_ref(), now)?;
         let raw_token = tokens::new_token();
         let stored = StoredJob {
             id: id.0,
@@ -129,21 +57,15 @@ impl Manager {
             rounds_done: 0,
             next_round: 0,
         };
-        let saved = match (&admitted, &statement) {
-            (Some(a), Some(sow)) => {
-                g.store
-                    .insert_admitted_job(&stored, a, sow, credential.as_deref())
-            }
-            _ => g.store.insert_job(&stored, credential.as_deref()),
-        };
-        if let Err(e) = saved {
-            if let Some(adm) = g.admission.as_mut().filter(|_| admitted.is_some()) {
-                // Counted as withdrawn in the controller's totals; its commitment is undone.
-                adm.controller_mut().withdraw(id, now);
-            }
-            let _ = g.core.remove_job(id, now);
-            return Err(e.into());
-        }
+        g.save_registered(
+            &Registering {
+                stored: &stored,
+                admitted: admitted.as_ref(),
+                statement: statement.as_ref(),
+                credential: credential.as_deref(),
+            },
+            now,
+        )?;
         g.next_job_id += 1;
         let plan = admitted.map(|a| a.plan);
         let meta = JobMeta {
@@ -174,6 +96,81 @@ impl Manager {
             plan,
             registered_at: Some(now.secs()),
         })
+    }
+
+    /// The checks of a registration's fields that need no lock (422 naming the field).
+    fn check_registration(&self, req: &RegisterJob) -> Result<(), ServiceError> {
+        if req.name.trim().is_empty() {
+            return Err(ServiceError::field("name", "must not be empty"));
+        }
+        if req.name.len() > limits::MAX_NAME_BYTES {
+            return Err(ServiceError::field(
+                "name",
+                format!("at most {} bytes", limits::MAX_NAME_BYTES),
+            ));
+        }
+        if !(1..=limits::MAX_ROUNDS).contains(&req.rounds) {
+            return Err(ServiceError::field(
+                "rounds",
+                format!("must be in 1..={}", limits::MAX_ROUNDS),
+            ));
+        }
+        if req.plan_url.len() > limits::MAX_URL_BYTES {
+            return Err(ServiceError::field(
+                "plan_url",
+                format!("at most {} bytes", limits::MAX_URL_BYTES),
+            ));
+        }
+        check_tags("requirement.tags", &req.requirement.tags)?;
+        if !self.settings.registration.plan_host_allowed(&req.plan_url) {
+            return Err(ServiceError::field(
+                "plan_url",
+                "must be an http:// or https:// URL on loopback or on a host the manager \
+                 allows (--plan-host): devices are sent there",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The statement of work admission control will judge: required while it is on,
+    /// ignored while it is off.
+    fn statement_for(
+        &self,
+        name: &str,
+        statement: Option<StatementOfWork>,
+    ) -> Result<Option<StatementOfWork>, ServiceError> {
+        match (self.settings.admission.as_ref(), statement) {
+            (None, s) => {
+                if s.is_some() {
+                    tracing::debug!(name = %name, "statement of work ignored: admission control is off");
+                }
+                Ok(None)
+            }
+            (Some(_), None) => Err(ServiceError::field(
+                "statement",
+                "required while admission control is on: {value, rounds, demand, round_s}",
+            )),
+            (Some(params), Some(s)) => {
+                s.validate()?;
+                check_statement(&s, params)?;
+                Ok(Some(s))
+            }
+        }
+    }
+
+    /// 403 `quota_exceeded` when `credential` already holds its quota of live jobs.
+    fn check_quota(&self, g: &Inner, credential: Option<&str>) -> Result<(), ServiceError> {
+        if let (Some(c), Some(quota)) = (
+            credential,
+            self.settings.registration.max_jobs_per_credential,
+        ) && g.credential_jobs.get(c).copied().unwrap_or(0) >= quota
+        {
+            return Err(ServiceError::Quota {
+                credential: c.to_owned(),
+                quota,
+            });
+        }
+        Ok(())
     }
 
     /// Checks the job's token; an authorised call is activity that keeps the job from
@@ -250,6 +247,66 @@ impl Manager {
 }
 
 impl Inner {
+    /// Puts a job the core has just registered before admission control (when it is on
+    /// and the job brought a statement): an admitted job is held until its launch, and
+    /// one that is declined or fails is removed from the core again.
+    fn admit_registered(
+        &mut self,
+        id: JobId,
+        name: &str,
+        statement: Option<&StatementOfWork>,
+        now: Time,
+    ) -> Result<Option<AdmittedJob>, ServiceError> {
+        match (self.admission.as_mut(), statement) {
+            (Some(adm), Some(sow)) => match adm.submit(id, sow, now) {
+                Ok(Admission::Admitted { plan }) => {
+                    if let Err(e) = self.core.hold_job(id, plan.launch_at) {
+                        adm.controller_mut().withdraw(id, now);
+                        let _ = self.core.remove_job(id, now);
+                        return Err(e.into());
+                    }
+                    let a = adm
+                        .controller()
+                        .admitted(id)
+                        .cloned()
+                        .expect("just admitted");
+                    Ok(Some(a))
+                }
+                Ok(Admission::Declined { quote, reason }) => {
+                    let _ = self.core.remove_job(id, now);
+                    tracing::info!(name = %name, %reason, ?quote, "job declined by admission control");
+                    Err(ServiceError::Declined { reason, quote })
+                }
+                Err(e) => {
+                    let _ = self.core.remove_job(id, now);
+                    Err(e.into())
+                }
+            },
+            _ => Ok(None),
+        }
+    }
+
+    /// Stores a new job; if the store fails, the job leaves admission control and the
+    /// core again, so nothing remembers it.
+    fn save_registered(&mut self, r: &Registering<'_>, now: Time) -> Result<(), ServiceError> {
+        let id = JobId(r.stored.id);
+        let saved = match (r.admitted, r.statement) {
+            (Some(a), Some(sow)) => self
+                .store
+                .insert_admitted_job(r.stored, a, sow, r.credential),
+            _ => self.store.insert_job(r.stored, r.credential),
+        };
+        if let Err(e) = saved {
+            if let Some(adm) = self.admission.as_mut().filter(|_| r.admitted.is_some()) {
+                // Counted as withdrawn in the controller's totals; its commitment is undone.
+                adm.controller_mut().withdraw(id, now);
+            }
+            let _ = self.core.remove_job(id, now);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
     /// Ends a job: `finished` after its rounds, or `removed` (cancelled, or silent for
     /// too long); its devices are released and admission control settles it.
     pub(super) fn end(&mut self, job: u64, finished: bool, now: Time) -> Result<(), ServiceError> {

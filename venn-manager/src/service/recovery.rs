@@ -2,6 +2,16 @@
 //! SQLite snapshot, so a restarted manager resumes every job, round and task.
 
 use super::*;
+use crate::store::StoredRound;
+use venn_core::admission::AdmittedJob;
+
+/// What a restore brought back besides the jobs themselves.
+#[derive(Default)]
+struct RestoreCounts {
+    open_rounds: usize,
+    outstanding: usize,
+    admitted: usize,
+}
 
 impl Inner {
     pub(super) fn restore(
@@ -20,119 +30,171 @@ impl Inner {
             let saved = self.store.admission_slots()?;
             self.admission = Some(AdmissionState::new(params, now, saved)?);
         }
-        let mut open_rounds = 0;
-        let mut outstanding = 0;
-        let mut admitted = 0;
-        for j in snap.jobs {
-            let rounds: Vec<_> = snap.rounds.iter().filter(|r| r.job_id == j.id).collect();
-            let tasks: Vec<&StoredTask> = snap.tasks.iter().filter(|t| t.job_id == j.id).collect();
-            let closed = rounds
+        let mut counts = RestoreCounts::default();
+        for j in std::mem::take(&mut snap.jobs) {
+            self.restore_job(j, &mut snap, now, &mut counts)?;
+        }
+        Ok((
+            self.jobs.len(),
+            counts.open_rounds,
+            counts.outstanding,
+            counts.admitted,
+        ))
+    }
+
+    /// Restores one job: its progress, its open round and tasks, its admission.
+    fn restore_job(
+        &mut self,
+        j: StoredJob,
+        snap: &mut Snapshot,
+        now: Time,
+        counts: &mut RestoreCounts,
+    ) -> anyhow::Result<()> {
+        let rounds: Vec<_> = snap.rounds.iter().filter(|r| r.job_id == j.id).collect();
+        let tasks: Vec<&StoredTask> = snap.tasks.iter().filter(|t| t.job_id == j.id).collect();
+        let id = JobId(j.id);
+        self.core.restore_job(
+            id,
+            j.spec.clone(),
+            Time(j.registered_at),
+            job_progress(&j, &rounds, &tasks),
+        )?;
+        let last = rounds.last().map(|r| (r.round, r.attempt));
+        if let Some(open) = rounds.iter().find(|r| r.closed_at.is_none()) {
+            counts.outstanding += self.restore_open_round(id, open, &tasks, now)?;
+            counts.open_rounds += 1;
+        }
+        let plan = self.restore_admission(j.id, snap.admissions.remove(&j.id), now)?;
+        if plan.is_some() {
+            counts.admitted += 1;
+        }
+        self.add_job(
+            j.id,
+            JobMeta {
+                token: j.token,
+                plan_url: j.plan_url,
+                model_size_bytes: j.model_size_bytes,
+                last,
+                plan,
+                active_at: now.secs(),
+                credential: snap.credentials.remove(&j.id),
+            },
+        );
+        Ok(())
+    }
+
+    /// Reopens a job's open round in the core and takes its unfinished tasks back into
+    /// the task table; how many it took back.
+    fn restore_open_round(
+        &mut self,
+        id: JobId,
+        open: &StoredRound,
+        tasks: &[&StoredTask],
+        now: Time,
+    ) -> anyhow::Result<usize> {
+        let mine: Vec<&&StoredTask> = tasks
+            .iter()
+            .filter(|t| t.round == open.round && t.attempt == open.attempt)
+            .collect();
+        let restored = RestoredRound {
+            round: RoundId(open.round),
+            request: open.request,
+            submitted_at: Time(open.submitted_at),
+            fulfilled_at: open.fulfilled_at.map(Time),
+            tasks: mine
                 .iter()
-                .filter_map(|r| {
-                    Some(RoundRecord {
-                        round: RoundId(r.round),
-                        demand: r.request.demand,
-                        submitted_at: Time(r.submitted_at),
-                        fulfilled_at: r.fulfilled_at.map(Time),
-                        closed_at: Time(r.closed_at?),
-                        assigned: r.counts.0,
-                        finished: r.counts.1,
-                        failed: r.counts.2,
-                        outcome: r.outcome?,
-                    })
-                })
-                .collect();
-            let samples = tasks
-                .iter()
-                .filter(|t| t.state == TaskState::Finished)
-                .filter_map(|t| {
-                    Some(TaskSample {
-                        capacity_s: t.capacity_s,
-                        response_s: t.reported_at? - t.assigned_at,
-                    })
-                })
-                .collect();
-            let progress = JobProgress {
-                rounds_done: j.rounds_done,
-                next_round: j.next_round,
-                rounds: closed,
-                tasks: samples,
-            };
-            let id = JobId(j.id);
-            self.core
-                .restore_job(id, j.spec.clone(), Time(j.registered_at), progress)?;
-            let last = rounds.last().map(|r| (r.round, r.attempt));
-            if let Some(open) = rounds.iter().find(|r| r.closed_at.is_none()) {
-                let mine: Vec<&&StoredTask> = tasks
-                    .iter()
-                    .filter(|t| t.round == open.round && t.attempt == open.attempt)
-                    .collect();
-                let restored = RestoredRound {
-                    round: RoundId(open.round),
-                    request: open.request,
-                    submitted_at: Time(open.submitted_at),
-                    fulfilled_at: open.fulfilled_at.map(Time),
-                    tasks: mine
-                        .iter()
-                        .map(|t| {
-                            (
-                                DeviceId(t.device_id),
-                                TaskRecord {
-                                    assigned_at: Time(t.assigned_at),
-                                    capacity_s: t.capacity_s,
-                                    state: t.state,
-                                },
-                            )
-                        })
-                        .collect(),
-                };
-                self.core.restore_round(id, restored, now)?;
-                open_rounds += 1;
-                for t in mine
-                    .iter()
-                    .filter(|t| matches!(t.state, TaskState::Assigned | TaskState::Acknowledged))
-                {
-                    self.tasks.insert(
-                        t.token.clone(),
-                        TaskMeta {
-                            job: id,
-                            round: RoundId(t.round),
-                            device: DeviceId(t.device_id),
+                .map(|t| {
+                    (
+                        DeviceId(t.device_id),
+                        TaskRecord {
+                            assigned_at: Time(t.assigned_at),
+                            capacity_s: t.capacity_s,
+                            state: t.state,
                         },
-                    );
-                    outstanding += 1;
-                }
-            }
-            let plan = match (self.admission.as_mut(), snap.admissions.remove(&j.id)) {
-                (Some(adm), Some(a)) => {
-                    let plan = a.plan;
-                    adm.controller_mut().restore(id, a, now)?;
-                    self.core.hold_job(id, plan.launch_at)?;
-                    admitted += 1;
-                    Some(plan)
-                }
-                (None, Some(_)) => {
-                    tracing::warn!(
-                        job = j.id,
-                        "admitted job restored with admission control off: it is no longer held"
-                    );
-                    None
-                }
-                (_, None) => None,
-            };
-            self.add_job(
-                j.id,
-                JobMeta {
-                    token: j.token,
-                    plan_url: j.plan_url,
-                    model_size_bytes: j.model_size_bytes,
-                    last,
-                    plan,
-                    active_at: now.secs(),
-                    credential: snap.credentials.remove(&j.id),
+                    )
+                })
+                .collect(),
+        };
+        self.core.restore_round(id, restored, now)?;
+        let mut outstanding = 0;
+        for t in mine
+            .iter()
+            .filter(|t| matches!(t.state, TaskState::Assigned | TaskState::Acknowledged))
+        {
+            self.tasks.insert(
+                t.token.clone(),
+                TaskMeta {
+                    job: id,
+                    round: RoundId(t.round),
+                    device: DeviceId(t.device_id),
                 },
             );
+            outstanding += 1;
         }
-        Ok((self.jobs.len(), open_rounds, outstanding, admitted))
+        Ok(outstanding)
+    }
+
+    /// Gives an admitted job back to admission control and holds it until its launch;
+    /// its plan, or `None` when admission control is off now (the job is no longer held).
+    fn restore_admission(
+        &mut self,
+        job: u64,
+        saved: Option<AdmittedJob>,
+        now: Time,
+    ) -> anyhow::Result<Option<AdmissionPlan>> {
+        let id = JobId(job);
+        Ok(match (self.admission.as_mut(), saved) {
+            (Some(adm), Some(a)) => {
+                let plan = a.plan;
+                adm.controller_mut().restore(id, a, now)?;
+                self.core.hold_job(id, plan.launch_at)?;
+                Some(plan)
+            }
+            (None, Some(_)) => {
+                tracing::warn!(
+                    job,
+                    "admitted job restored with admission control off: it is no longer held"
+                );
+                None
+            }
+            (_, None) => None,
+        })
+    }
+}
+
+/// A job's progress as the core restores it: its closed rounds and its finished tasks'
+/// response times.
+fn job_progress(j: &StoredJob, rounds: &[&StoredRound], tasks: &[&StoredTask]) -> JobProgress {
+    let closed = rounds
+        .iter()
+        .filter_map(|r| {
+            Some(RoundRecord {
+                round: RoundId(r.round),
+                demand: r.request.demand,
+                submitted_at: Time(r.submitted_at),
+                fulfilled_at: r.fulfilled_at.map(Time),
+                closed_at: Time(r.closed_at?),
+                assigned: r.counts.0,
+                finished: r.counts.1,
+                failed: r.counts.2,
+                outcome: r.outcome?,
+            })
+        })
+        .collect();
+    let samples = tasks
+        .iter()
+        .filter(|t| t.state == TaskState::Finished)
+        .filter_map(|t| {
+            Some(TaskSample {
+                capacity_s: t.capacity_s,
+                response_s: t.reported_at? - t.assigned_at,
+            })
+        })
+        .collect();
+    JobProgress {
+        rounds_done: j.rounds_done,
+        next_round: j.next_round,
+        rounds: closed,
+        tasks: samples,
     }
 }

@@ -4,6 +4,7 @@
 
 use super::chart::{LineChart, PALETTE, Series};
 use super::view::{JobPhase, JobView, PageData};
+use crate::admission::AdmissionReport;
 use maud::{DOCTYPE, Markup, html};
 use venn_core::RoundOutcome;
 
@@ -41,27 +42,9 @@ pub fn document(d: &PageData) -> Markup {
 
 /// The part that refreshes.
 pub fn live(d: &PageData) -> Markup {
-    let running = d.jobs.iter().filter(|j| j.group.is_some()).count();
-    let ended = d.jobs.iter().filter(|j| j.state.ended()).count();
-    let waiting = d
-        .jobs
-        .iter()
-        .filter(|j| j.state == JobPhase::Waiting)
-        .count();
-    let last_hour: u64 = d
-        .supply
-        .iter()
-        .filter(|(m, _)| (*m as f64) * 60.0 > d.now - 3600.0)
-        .map(|(_, n)| n)
-        .sum();
     html! {
         p class="asof" data-now=(format!("{:.0}", d.now)) { "As of " (clock(d.now)) " UTC" }
-        section class="summary" {
-            div { b { (running) } span { "live jobs" } }
-            div { b { (waiting) } span { "waiting for devices" } }
-            div { b { (ended) } span { "ended" } }
-            div { b { (last_hour) } span { "check-ins, last hour" } }
-        }
+        (summary(d))
         section id="jobs" {
             h2 { "Jobs" }
             @if d.jobs.is_empty() {
@@ -79,43 +62,14 @@ pub fn live(d: &PageData) -> Markup {
             @if d.groups.is_empty() {
                 p class="empty" { "No job groups: groups form as jobs register." }
             } @else {
-                div class="scroll" {
-                    table {
-                        thead { tr { th { "group" } th { "requirement" } th { "jobs" } th { "queue" } th class="num" { "devices wanted" } th class="num" { "supply / h" } } }
-                        tbody {
-                            @for g in &d.groups {
-                                tr {
-                                    td { (g.id) }
-                                    td { (g.requirement) }
-                                    td { (ids(&g.members)) }
-                                    td { @if g.queue.is_empty() { span class="dim" { "empty" } } @else { (ids(&g.queue)) } }
-                                    td class="num" { (g.open_demand) }
-                                    td class="num" { (format!("{:.0}", g.supply_per_h)) }
-                                }
-                            }
-                        }
-                    }
-                }
+                div class="scroll" { (groups_table(d)) }
                 @if d.groups_hidden > 0 { p class="dim" { (d.groups_hidden) " more groups not shown" } }
             }
             h3 { "Venn cells" }
             @if d.cells.is_empty() {
                 p class="empty" { "No Venn cells: they form once jobs have groups and devices check in." }
             } @else {
-                div class="scroll" {
-                    table {
-                        thead { tr { th { "eligible for groups" } th class="num" { "check-ins / h" } th { "owner (last plan)" } } }
-                        tbody {
-                            @for c in &d.cells {
-                                tr {
-                                    td { @if c.groups.is_empty() { span class="dim" { "none" } } @else { (c.groups.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")) } }
-                                    td class="num" { (format!("{:.0}", c.per_h)) }
-                                    td { @match c.owner { Some(g) => { "group " (g) }, None => span class="dim" { "—" } } }
-                                }
-                            }
-                        }
-                    }
-                }
+                div class="scroll" { (cells_table(d)) }
                 @if d.cells_hidden > 0 { p class="dim" { (d.cells_hidden) " more cells not shown" } }
             }
         }
@@ -128,38 +82,13 @@ pub fn live(d: &PageData) -> Markup {
             @if d.rounds.is_empty() {
                 p class="empty" { "No round has closed yet." }
             } @else {
-                div class="scroll" {
-                    table {
-                        thead { tr { th { "closed" } th { "job" } th { "round" } th { "outcome" } th class="num" { "scheduling delay" } th class="num" { "collection" } th class="num" { "accuracy" } th class="num" { "participants" } } }
-                        tbody {
-                            @for (r, name) in &d.rounds {
-                                @let fulfilled = r.fulfilled_at.unwrap_or(r.closed_at);
-                                tr {
-                                    td { (clock(r.closed_at)) }
-                                    td { (name) " " span class="dim" { "#" (r.job_id) } }
-                                    td { (r.round) @if r.attempt > 0 { span class="dim" { " (attempt " (r.attempt + 1) ")" } } }
-                                    td { @match r.outcome { RoundOutcome::Success => span class="ok" { "success" }, RoundOutcome::Abort => span class="bad" { "abort" } } }
-                                    td class="num" { (duration(fulfilled - r.submitted_at)) }
-                                    td class="num" { (duration(r.closed_at - fulfilled)) }
-                                    td class="num" { (pct_interval(r.metrics.accuracy, r.metrics.eval_samples)) }
-                                    td class="num" { @match r.metrics.participants { Some(p) => (p), None => "—" } }
-                                }
-                            }
-                        }
-                    }
-                }
+                div class="scroll" { (rounds_table(d)) }
             }
         }
         @if let Some(a) = &d.admission {
             section id="admission" {
                 h2 { "Admission control" }
-                dl class="counters" {
-                    dt { "forecast / slot" } dd { (format!("{:.0}", a.forecast_per_slot)) }
-                    dt { "this slot's check-ins" } dd { (a.slot_check_ins) }
-                    dt { "utilisation" } dd { (format!("{:.0} %", a.utilisation * 100.0)) }
-                    dt { "admitted / declined" } dd { (a.stats.admitted) " / " (a.stats.declined) }
-                    dt { "evicted" } dd { (a.stats.evicted) }
-                }
+                (admission_counters(a))
             }
         }
         section id="counters" {
@@ -167,6 +96,103 @@ pub fn live(d: &PageData) -> Markup {
             dl class="counters" {
                 @for (k, v) in &d.counters { dt { (k.replace('_', " ")) } dd { (v) } }
             }
+        }
+    }
+}
+
+/// The headline numbers: live, waiting and ended jobs, and the last hour's check-ins.
+fn summary(d: &PageData) -> Markup {
+    let running = d.jobs.iter().filter(|j| j.group.is_some()).count();
+    let ended = d.jobs.iter().filter(|j| j.state.ended()).count();
+    let waiting = d
+        .jobs
+        .iter()
+        .filter(|j| j.state == JobPhase::Waiting)
+        .count();
+    let last_hour: u64 = d
+        .supply
+        .iter()
+        .filter(|(m, _)| (*m as f64) * 60.0 > d.now - 3600.0)
+        .map(|(_, n)| n)
+        .sum();
+    html! {
+        section class="summary" {
+            div { b { (running) } span { "live jobs" } }
+            div { b { (waiting) } span { "waiting for devices" } }
+            div { b { (ended) } span { "ended" } }
+            div { b { (last_hour) } span { "check-ins, last hour" } }
+        }
+    }
+}
+
+fn groups_table(d: &PageData) -> Markup {
+    html! {
+        table {
+            thead { tr { th { "group" } th { "requirement" } th { "jobs" } th { "queue" } th class="num" { "devices wanted" } th class="num" { "supply / h" } } }
+            tbody {
+                @for g in &d.groups {
+                    tr {
+                        td { (g.id) }
+                        td { (g.requirement) }
+                        td { (ids(&g.members)) }
+                        td { @if g.queue.is_empty() { span class="dim" { "empty" } } @else { (ids(&g.queue)) } }
+                        td class="num" { (g.open_demand) }
+                        td class="num" { (format!("{:.0}", g.supply_per_h)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn cells_table(d: &PageData) -> Markup {
+    html! {
+        table {
+            thead { tr { th { "eligible for groups" } th class="num" { "check-ins / h" } th { "owner (last plan)" } } }
+            tbody {
+                @for c in &d.cells {
+                    tr {
+                        td { @if c.groups.is_empty() { span class="dim" { "none" } } @else { (c.groups.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")) } }
+                        td class="num" { (format!("{:.0}", c.per_h)) }
+                        td { @match c.owner { Some(g) => { "group " (g) }, None => span class="dim" { "—" } } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn rounds_table(d: &PageData) -> Markup {
+    html! {
+        table {
+            thead { tr { th { "closed" } th { "job" } th { "round" } th { "outcome" } th class="num" { "scheduling delay" } th class="num" { "collection" } th class="num" { "accuracy" } th class="num" { "participants" } } }
+            tbody {
+                @for (r, name) in &d.rounds {
+                    @let fulfilled = r.fulfilled_at.unwrap_or(r.closed_at);
+                    tr {
+                        td { (clock(r.closed_at)) }
+                        td { (name) " " span class="dim" { "#" (r.job_id) } }
+                        td { (r.round) @if r.attempt > 0 { span class="dim" { " (attempt " (r.attempt + 1) ")" } } }
+                        td { @match r.outcome { RoundOutcome::Success => span class="ok" { "success" }, RoundOutcome::Abort => span class="bad" { "abort" } } }
+                        td class="num" { (duration(fulfilled - r.submitted_at)) }
+                        td class="num" { (duration(r.closed_at - fulfilled)) }
+                        td class="num" { (pct_interval(r.metrics.accuracy, r.metrics.eval_samples)) }
+                        td class="num" { @match r.metrics.participants { Some(p) => (p), None => "—" } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn admission_counters(a: &AdmissionReport) -> Markup {
+    html! {
+        dl class="counters" {
+            dt { "forecast / slot" } dd { (format!("{:.0}", a.forecast_per_slot)) }
+            dt { "this slot's check-ins" } dd { (a.slot_check_ins) }
+            dt { "utilisation" } dd { (format!("{:.0} %", a.utilisation * 100.0)) }
+            dt { "admitted / declined" } dd { (a.stats.admitted) " / " (a.stats.declined) }
+            dt { "evicted" } dd { (a.stats.evicted) }
         }
     }
 }

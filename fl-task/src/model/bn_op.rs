@@ -23,7 +23,7 @@ use burn::tensor::Tensor;
 use rayon::prelude::*;
 
 use super::conv_op::{flex_tensor, slice};
-use super::kernel_types::Act;
+use fl_kernels::Act;
 
 type FlexAd = Autodiff<Flex, NoCheckpointing>;
 

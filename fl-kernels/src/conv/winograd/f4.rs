@@ -19,12 +19,12 @@
 //! [`lin`] call, whose `&mut` destination the compiler knows aliases nothing it reads, so it
 //! vectorises without run-time overlap checks.
 
-use super::kernel_types::Geom;
-use super::simd::{lin, wide};
-use super::winograd_variant::{GradTile, InputTile, OutputTile, Variant};
+use crate::conv::winograd::variant::{GradTile, InputTile, OutputTile, Variant};
+use crate::simd::{lin, wide};
+use crate::types::Geom;
 
 /// F(4 × 4, 3 × 3).
-pub(super) struct F4;
+pub(crate) struct F4;
 
 impl Variant for F4 {
     const M: usize = 4;
@@ -104,7 +104,7 @@ wide! {
     /// tile's channels start at `at` in each. `half` holds 36 scratch vectors.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    pub(super) fn input_tile(
+    pub(crate) fn input_tile(
         p: &[f32],
         pw: usize,
         c: usize,
@@ -158,7 +158,7 @@ wide! {
     /// `hwc`. `half` holds 24 scratch vectors.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    pub(super) fn output_tile(
+    pub(crate) fn output_tile(
         m: &[f32],
         stride: usize,
         at0: usize,
@@ -214,7 +214,7 @@ wide! {
     /// scratch vectors.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    pub(super) fn grad_tile(
+    pub(crate) fn grad_tile(
         hwc: &[f32],
         g: &Geom,
         y0: usize,

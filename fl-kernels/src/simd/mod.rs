@@ -3,7 +3,7 @@
 //! Why: the crate is built for baseline x86-64 (SSE2, 4 lanes) so that one binary runs on
 //! any machine, and the `gemm` crate dispatches its micro-kernels at run time, but our own
 //! loops (tile transforms, layout conversions) stayed at 4 lanes on a machine with 16.
-//! `wide!` wraps a function so that its body runs through [`super::isa::arch`]: pulp
+//! `wide!` wraps a function so that its body runs through [`crate::isa::arch`]: pulp
 //! compiles it for AVX-512, AVX2 + FMA and the baseline (NEON on AArch64) and calls the
 //! one picked once for the process. Results are bit-identical across them: Rust never
 //! contracts `a * b + c` into a fused multiply-add nor reorders float sums, so wider
@@ -11,18 +11,20 @@
 //!
 //! Helpers the body calls are compiled wide only if they are inlined into it: mark them
 //! `#[inline(always)]`. Kernels that need explicit vectors (fused multiply-adds held in
-//! registers) implement [`pulp::WithSimd`] instead (`conv_direct.rs`).
+//! registers) implement [`pulp::WithSimd`] instead (`conv/direct.rs`).
 
 /// `wide! { fn name(arg: Type, …) -> Ret { body } }`: the function, with its body compiled
-/// for every instruction set pulp dispatches to, run on [`super::isa::arch`]'s. Plain
+/// for every instruction set pulp dispatches to, run on [`crate::isa::arch`]'s. Plain
 /// (non-generic) functions only; attributes and visibility are kept.
+pub(crate) mod im2col;
+
 macro_rules! wide {
     ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
         $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
             fn body($($arg: $ty),*) $(-> $ret)? $body
-            $crate::model::isa::Dispatch::run($crate::model::isa::arch(), || body($($arg),*))
+            $crate::isa::Dispatch::run($crate::isa::arch(), || body($($arg),*))
         }
     };
 }

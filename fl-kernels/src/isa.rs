@@ -9,7 +9,7 @@
 //! and `arch().run(op)` ([`Dispatch`]) runs `op` compiled for it (pulp's `vectorize`, a
 //! `#[target_feature]` function entered only after its features were detected, so there
 //! is no unsafe code here). The one kernel that only makes sense with one instruction
-//! set's special instructions (the AVX-512 permutes of `im2col_simd.rs`) asks [`avx512`],
+//! set's special instructions (the AVX-512 permutes of `simd/im2col.rs`) asks [`avx512`],
 //! which is the same choice.
 //!
 //! `FL_JOB_ISA` (read once) lowers the choice, to measure or test one path on a machine

@@ -21,13 +21,17 @@ use rayon::prelude::*;
 
 use std::cell::RefCell;
 
-use super::gemm::{Mat, matmul_strided};
-use super::kernel_types::{Epilogue, Geom, flip_transpose, group_size};
-use super::layout::{from_hwc, to_hwc};
-use super::scratch::{sum_partials, take, with_local, zeroed};
-use super::winograd_f2::F2;
-use super::winograd_f4::F4;
-use super::winograd_variant::Variant;
+use crate::gemm::{Mat, matmul_strided};
+use crate::layout::{from_hwc, to_hwc};
+use crate::scratch::{sum_partials, take, with_local, zeroed};
+use crate::types::{Epilogue, Geom, flip_transpose, group_size};
+mod f2;
+mod f4;
+mod variant;
+
+use f2::F2;
+use f4::F4;
+use variant::Variant;
 
 /// Transformed elements per channel pair of the largest tile, F(4 × 4, 3 × 3)'s 6 × 6.
 const MAX_XI: usize = 36;
@@ -72,7 +76,7 @@ pub(crate) fn choose(g: &Geom) -> Option<Tile> {
 }
 
 /// What F(4 × 4, 3 × 3) must save per channel pair beyond F(2 × 2, 3 × 3)'s: its filter
-/// transform is 36/16 the size. Measured per layer (`conv_kernels::tests::layer_times`,
+/// transform is 36/16 the size. Measured per layer (`conv::tests::layer_times`,
 /// 2 threads, batch 20): ResNet-18 ×64's 28 × 28 stage 4.0 / 3.9 / 4.0 ms (forward / input
 /// gradient / weight gradient, F2) → 2.8 / 2.9 / 2.7 (F4); at 14 × 14 F4 was no faster and
 /// at 7 × 7 (2 × 2 tiles per sample, the batch in one group) twice as slow.
@@ -487,7 +491,7 @@ fn group_weight_grad<V: Variant>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::test_support::{close, naive, same3x3, values};
+    use crate::test_support::{close, naive, same3x3, values};
 
     /// Forward and input gradient against the f64 definition (1e-5 relative to the largest
     /// value) on small channel counts, which [`applies`] would send elsewhere: odd and even,
@@ -524,7 +528,7 @@ mod tests {
 
     /// Which layers take which tile: ResNet-18's 28 × 28 stage at batch 20 F(4 × 4), its
     /// 14 × 14 and 7 × 7 stages F(2 × 2), not its 4 × 4 stage nor thin or strided layers, and
-    /// the shapes `conv_kernels`' definition test uses.
+    /// the shapes the dispatcher's (`conv/mod.rs`) definition test uses.
     #[test]
     fn chooses_where_it_pays() {
         let g = |n, c, size| same3x3(n, c, size, size, c);

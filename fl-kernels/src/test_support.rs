@@ -1,10 +1,10 @@
 //! Helpers for the kernels' tests: deterministic inputs, the convolution's definition in
 //! `f64`, and a tolerance check.
 
-use super::kernel_types::Geom;
+use crate::types::Geom;
 
 /// Deterministic pseudo-random values in [-1, 1).
-pub(super) fn values(len: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn values(len: usize, seed: u64) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..len)
         .map(|_| {
@@ -17,7 +17,7 @@ pub(super) fn values(len: usize, seed: u64) -> Vec<f32> {
 }
 
 /// The definition, index by index, in f64: output, and by the chain rule both gradients.
-pub(super) fn naive(g: &Geom, x: &[f32], w: &[f32], go: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+pub(crate) fn naive(g: &Geom, x: &[f32], w: &[f32], go: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let (ho, wo, k) = (g.ho(), g.wo(), g.k);
     let cin_per = if g.depthwise { 1 } else { g.cin };
     let mut out = vec![0.0f64; g.n * g.out_len()];
@@ -54,7 +54,7 @@ pub(super) fn naive(g: &Geom, x: &[f32], w: &[f32], go: &[f32]) -> (Vec<f32>, Ve
 }
 
 /// A dense 3 × 3, stride-1, padding-1 ("same") geometry.
-pub(super) fn same3x3(n: usize, cin: usize, h: usize, w: usize, cout: usize) -> Geom {
+pub(crate) fn same3x3(n: usize, cin: usize, h: usize, w: usize, cout: usize) -> Geom {
     Geom {
         n,
         cin,
@@ -68,7 +68,7 @@ pub(super) fn same3x3(n: usize, cin: usize, h: usize, w: usize, cout: usize) -> 
     }
 }
 
-pub(super) fn close(a: &[f32], b: &[f32], what: &str, g: &Geom) {
+pub(crate) fn close(a: &[f32], b: &[f32], what: &str, g: &Geom) {
     assert_eq!(a.len(), b.len(), "{what} length for {g:?}");
     let scale = b.iter().fold(1.0f32, |m, v| m.max(v.abs()));
     for (i, (x, y)) in a.iter().zip(b).enumerate() {

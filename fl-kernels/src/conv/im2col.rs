@@ -1,5 +1,5 @@
 //! Dense convolutions by im2col + GEMM on contiguous NCHW `f32` slices: forward, input
-//! gradient and weight gradient, for any geometry (the dispatcher, `conv_kernels.rs`, sends
+//! gradient and weight gradient, for any geometry (the dispatcher, `conv/mod.rs`, sends
 //! the layers that a faster path fits elsewhere).
 //!
 //! Why our own: on Burn's `flex` backend a 3 × 3 convolution's backward is a transposed
@@ -22,10 +22,10 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use super::gemm::{Mat, matmul};
-use super::im2col_simd;
-use super::kernel_types::{Epilogue, Geom};
-use super::scratch::{sum_partials, take, with_local, zeroed};
+use crate::gemm::{Mat, matmul};
+use crate::scratch::{sum_partials, take, with_local, zeroed};
+use crate::simd::im2col as permute;
+use crate::types::{Epilogue, Geom};
 
 /// The output columns `lo..hi` whose input column `ow·stride + kw − pad` lies inside `0..w`.
 fn valid_cols(g: &Geom, kw: usize, out: usize, size: usize) -> (usize, usize) {
@@ -79,15 +79,15 @@ fn overlap(a: usize, b: usize, shift: isize, len: usize) -> (usize, usize) {
 
 /// Writes one sample's im2col matrix `[cin·k·k, ho·wo]` into `col`, whose rows are `ld` long,
 /// starting at column `off`: by register permutes for maps of up to 16 pixels
-/// (`im2col_simd`), otherwise by [`im2col_general`].
+/// (`simd/im2col.rs`), otherwise by [`im2col_general`].
 fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
-    if !im2col_simd::im2col(g, x, col, ld, off) {
+    if !permute::im2col(g, x, col, ld, off) {
         im2col_general(g, x, col, ld, off);
     }
 }
 
 /// [`im2col`] by row copies, for any geometry.
-pub(super) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
+pub(crate) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) {
     let (ho, wo, k) = (g.ho(), g.wo(), g.k);
     let plane_len = g.h * g.w;
     for c in 0..g.cin {
@@ -127,7 +127,7 @@ pub(super) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, of
                         if g.stride == 1 {
                             d[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
                         } else {
-                            im2col_simd::copy_strided(&mut d[lo..hi], &src[first..], g.stride);
+                            permute::copy_strided(&mut d[lo..hi], &src[first..], g.stride);
                         }
                     }
                 }
@@ -180,7 +180,7 @@ fn col2im_add(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f32]) 
                             *o += *v;
                         }
                     } else {
-                        im2col_simd::add_strided(&mut d[first..], s, g.stride);
+                        permute::add_strided(&mut d[first..], s, g.stride);
                     }
                 }
             }
@@ -202,7 +202,7 @@ thread_local! {
 }
 
 /// Forward convolution by im2col + GEMM, then `epilogue` on every output channel if given.
-pub(super) fn forward(
+pub(crate) fn forward(
     g: &Geom,
     x: &[f32],
     weight: &[f32],
@@ -279,7 +279,7 @@ fn forward_group(
 }
 
 /// Gradients of a dense convolution by im2col + GEMM, each only if asked for.
-pub(super) fn backward(
+pub(crate) fn backward(
     g: &Geom,
     x: &[f32],
     weight: &[f32],
@@ -400,17 +400,17 @@ fn backward_group(
 mod tests {
     use super::*;
 
-    /// `im2col_simd`'s matrix is the same as [`im2col_general`]'s (checked against the
+    /// `simd/im2col.rs`'s matrix is the same as [`im2col_general`]'s (checked against the
     /// convolution's definition through the dispatcher's tests) on 4 × 4, 3 × 3, 2 × 2 and
     /// 4 × 3 maps, strides 1 and 2, padding 0 and 1, kernels 1 and 3; nothing outside the
     /// sample's columns written. AVX-512 only: elsewhere it says so and checks nothing.
     #[test]
     fn matches_the_general_im2col() {
-        if !crate::model::isa::avx512() {
-            crate::model::isa::say(&format!(
-                "SKIPPED conv_im2col::matches_the_general_im2col: the kernels run {}, not \
-                 avx512 (the general im2col, used instead, is tested in conv_kernels)",
-                crate::model::isa::name()
+        if !crate::isa::avx512() {
+            crate::isa::say(&format!(
+                "SKIPPED im2col::matches_the_general_im2col: the kernels run {}, not \
+                 avx512 (the general im2col, used instead, is tested in conv/mod.rs)",
+                crate::isa::name()
             ));
             return;
         }
@@ -439,7 +439,7 @@ mod tests {
             let (ld, off) = (cols * 3, cols);
             let mut ours = vec![-7.0f32; rows * ld];
             let mut want = ours.clone();
-            assert!(im2col_simd::im2col(&g, &x, &mut ours, ld, off));
+            assert!(permute::im2col(&g, &x, &mut ours, ld, off));
             im2col_general(&g, &x, &mut want, ld, off);
             assert_eq!(ours, want, "{h}×{w} k{k} s{stride} p{pad}");
         }

@@ -2,21 +2,21 @@
 //! transforms over whole channel vectors. `winograd_f2.rs` and `winograd_f4.rs` implement
 //! it; `conv_winograd.rs` runs either.
 
-use super::kernel_types::Geom;
+use crate::types::Geom;
 
 /// [`Variant::INPUT_TILE`]: `(p, pw, c, y0, x0, half, v, stride, at)`.
-pub(super) type InputTile =
+pub(crate) type InputTile =
     fn(&[f32], usize, usize, usize, usize, &mut [f32], &mut [f32], usize, usize);
 /// [`Variant::OUTPUT_TILE`]: `(m, stride, at, c, half, g, y0, x0, hwc)`.
-pub(super) type OutputTile =
+pub(crate) type OutputTile =
     fn(&[f32], usize, usize, usize, &mut [f32], &Geom, usize, usize, &mut [f32]);
 /// [`Variant::GRAD_TILE`]: `(hwc, g, y0, x0, dm, stride, at, c, half, zero)`.
-pub(super) type GradTile =
+pub(crate) type GradTile =
     fn(&[f32], &Geom, usize, usize, &mut [f32], usize, usize, usize, &mut [f32], &[f32]);
 
 /// One Winograd tile size: its transforms, each over whole channel vectors (the tile
 /// transforms are the `wide!` functions of its file, named here).
-pub(super) trait Variant {
+pub(crate) trait Variant {
     /// Output tile edge `m`.
     const M: usize;
     /// Input tile edge, `m + 2`.

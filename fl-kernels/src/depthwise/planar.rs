@@ -1,5 +1,5 @@
 //! Depthwise convolution one `(sample, channel)` plane at a time: forward, input gradient
-//! and filter gradient, for maps larger than `depthwise_nhwc.rs` takes (MobileNet-V2's
+//! and filter gradient, for maps larger than `nhwc.rs` takes (MobileNet-V2's
 //! 28 × 28 and 14 × 14 stages).
 //!
 //! Each plane is copied into zero-padded phase planes (one per stride phase), so that every
@@ -8,8 +8,8 @@
 
 use rayon::prelude::*;
 
-use super::kernel_types::{Epilogue, Geom};
-use super::scratch::zeroed;
+use crate::scratch::zeroed;
+use crate::types::{Epilogue, Geom};
 
 /// Scratch for the depthwise kernels. The zero-padded input plane is split into
 /// `stride × stride` phase planes (`phase (a, b)` holds padded pixels `(s·r + a, s·c + b)`),
@@ -137,7 +137,7 @@ fn axpy(acc: &mut [f32], w: f32, src: &[f32]) {
 
 /// Depthwise forward, one `(sample, channel)` plane at a time: each channel convolved with
 /// its own `k × k` filter, then `epilogue`.
-pub(super) fn forward(
+pub(crate) fn forward(
     g: &Geom,
     x: &[f32],
     weight: &[f32],
@@ -229,7 +229,7 @@ fn depthwise_plane_dw(g: &Geom, pad: &mut Padded, x: &[f32], gout: &[f32], share
 
 /// Depthwise gradients: per (sample, channel) plane the input gradient and that plane's share
 /// of the filter gradient, then the shares summed over the batch.
-pub(super) fn backward(
+pub(crate) fn backward(
     g: &Geom,
     x: &[f32],
     weight: &[f32],

@@ -1,7 +1,7 @@
 //! Depthwise convolution for small maps (MobileNet-V2's 7 × 7, 4 × 4 and 2 × 2 stages), with
 //! channels innermost: forward, input gradient and filter gradient.
 //!
-//! Why: the planar kernel (`depthwise_planar.rs`) works one `(sample, channel)` plane at a
+//! Why: the planar kernel (`planar.rs`) works one `(sample, channel)` plane at a
 //! time: a padded copy, one multiply-add run per tap, a copy out. On a 4 × 4 or 2 × 2 map
 //! each run is 8–24 elements and the per-plane work is mostly overhead, and these stages
 //! hold most of the network's channels (576–960): depthwise was 45 % of a MobileNet-V2 ×1.0
@@ -16,9 +16,9 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use super::kernel_types::{Epilogue, Geom};
-use super::layout::{from_hwc, to_hwc};
-use super::scratch::{take, with_local, zeroed};
+use crate::layout::{from_hwc, to_hwc};
+use crate::scratch::{take, with_local, zeroed};
+use crate::types::{Epilogue, Geom};
 
 /// Output maps up to this many pixels take this path.
 const MAX_PIXELS: usize = 49;
@@ -218,7 +218,7 @@ fn sample_backward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::test_support::{close, naive, values};
+    use crate::test_support::{close, naive, values};
 
     /// 3 × 3 depthwise layers on small maps: stride 1 and 2, odd sizes, down to 2 × 2.
     fn geometries() -> Vec<Geom> {
@@ -253,7 +253,7 @@ mod tests {
             assert!(applies(&g));
             let x = values(n * g.in_len(), seed as u64 * 3 + 1);
             let w = values(g.weight_len(), seed as u64 * 3 + 2);
-            let planar = super::super::depthwise_planar::forward(&g, &x, &w, None);
+            let planar = crate::depthwise::planar::forward(&g, &x, &w, None);
             let ours = forward(&g, &x, &w, None);
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&ours), bits(&planar), "{g:?}");

@@ -9,7 +9,7 @@
 //! of a block stay in a few L1 lines, and whole blocks go through fixed-size arrays that the
 //! compiler vectorises.
 
-use super::simd::wide;
+use crate::simd::wide;
 
 /// Channels and pixels per block: 16 `f32` are one 64-byte cache line.
 const BLOCK: usize = 16;
@@ -17,7 +17,7 @@ const BLOCK: usize = 16;
 wide! {
     /// `dst` = `src` (`[c][h][w]`) channels-innermost into a `pw`-wide buffer at `(pad, pad)`:
     /// pixel `(y, x)` of channel `ch` goes to `((y + pad) · pw + x + pad) · c + ch`.
-    pub(super) fn to_hwc(src: &[f32], c: usize, w: usize, pad: usize, pw: usize, dst: &mut [f32]) {
+    pub(crate) fn to_hwc(src: &[f32], c: usize, w: usize, pad: usize, pw: usize, dst: &mut [f32]) {
         let plane = src.len() / c;
         // Unbordered, the sample is one long row: whole blocks even on small maps.
         let w = if pad == 0 && pw == w { plane } else { w };
@@ -65,7 +65,7 @@ wide! {
 
 wide! {
     /// The inverse of [`to_hwc`]: `dst` (`[c][h][w]`) from the buffer's interior.
-    pub(super) fn from_hwc(src: &[f32], c: usize, w: usize, pad: usize, pw: usize, dst: &mut [f32]) {
+    pub(crate) fn from_hwc(src: &[f32], c: usize, w: usize, pad: usize, pw: usize, dst: &mut [f32]) {
         let plane = dst.len() / c;
         let w = if pad == 0 && pw == w { plane } else { w };
         let h = plane / w;

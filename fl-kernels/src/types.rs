@@ -1,7 +1,7 @@
 //! The types every convolution kernel shares, and nothing else: a leaf that the kernels,
-//! the dispatcher (`conv_kernels.rs`) and the Burn glue (`conv_op.rs`, `bn_op.rs`) import,
-//! so that no kernel file imports another's types back (the model's files used to form one
-//! import circle through `conv_kernels.rs`).
+//! the dispatcher (`conv/mod.rs`) and the Burn glue (fl-task's `conv_op.rs`, `bn_op.rs`)
+//! import, so that no kernel file imports another's types back (the kernel files used to
+//! form one import circle through the dispatcher).
 //!
 //! [`Geom`]: one convolution's shape; [`Act`] and [`Epilogue`]: the activation and the
 //! folded evaluation-mode BatchNorm a forward applies as it writes; [`equal_groups`]: how
@@ -13,9 +13,12 @@ use rayon::prelude::*;
 /// The activation after a convolution + BatchNorm (`layers::ConvBn`), and in an
 /// [`Epilogue`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Act {
+pub enum Act {
+    /// None: `y = x`.
     None,
+    /// `max(x, 0)`.
     Relu,
+    /// `min(max(x, 0), 6)`, MobileNet-V2's.
     Relu6,
 }
 
@@ -27,44 +30,53 @@ const STACK_COLUMNS: usize = 256;
 /// symmetric zero padding `pad`, equal strides. `groups` is 1 (dense) or `cin` with
 /// `cout == cin` (depthwise); other groupings are not handled here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Geom {
+pub struct Geom {
+    /// Samples.
     pub n: usize,
+    /// Input channels.
     pub cin: usize,
+    /// Input height.
     pub h: usize,
+    /// Input width.
     pub w: usize,
+    /// Output channels.
     pub cout: usize,
+    /// Kernel side (square kernels only).
     pub k: usize,
+    /// Stride, the same along both axes.
     pub stride: usize,
+    /// Zero padding on every side.
     pub pad: usize,
+    /// One filter per channel (`groups == cin == cout`) rather than dense.
     pub depthwise: bool,
 }
 
 impl Geom {
     /// Output height.
-    pub(super) fn ho(&self) -> usize {
+    pub fn ho(&self) -> usize {
         (self.h + 2 * self.pad - self.k) / self.stride + 1
     }
 
     /// Output width.
-    pub(super) fn wo(&self) -> usize {
+    pub fn wo(&self) -> usize {
         (self.w + 2 * self.pad - self.k) / self.stride + 1
     }
 
     /// Rows of the im2col matrix (dense): `cin · k · k`.
-    pub(super) fn kdim(&self) -> usize {
+    pub(crate) fn kdim(&self) -> usize {
         self.cin * self.k * self.k
     }
 
-    pub(super) fn in_len(&self) -> usize {
+    pub(crate) fn in_len(&self) -> usize {
         self.cin * self.h * self.w
     }
 
-    pub(super) fn out_len(&self) -> usize {
+    pub(crate) fn out_len(&self) -> usize {
         self.cout * self.ho() * self.wo()
     }
 
     /// Weight elements.
-    pub(super) fn weight_len(&self) -> usize {
+    pub(crate) fn weight_len(&self) -> usize {
         if self.depthwise {
             self.cout * self.k * self.k
         } else {
@@ -73,32 +85,32 @@ impl Geom {
     }
 
     /// 1 × 1, stride 1, no padding: the input already is the im2col matrix.
-    pub(super) fn pointwise(&self) -> bool {
+    pub(crate) fn pointwise(&self) -> bool {
         self.k == 1 && self.stride == 1 && self.pad == 0
     }
 
     /// The im2col matrix is the sample itself: pointwise and one sample per GEMM.
-    pub(super) fn direct(&self, stack: usize) -> bool {
+    pub(crate) fn direct(&self, stack: usize) -> bool {
         self.pointwise() && stack == 1
     }
 
     /// Samples per group, stacked into one GEMM so that its width reaches a few hundred
     /// columns; groups are made equal in size (20 samples at 16 columns each: two groups of
     /// ten, not 16 + 4) so that they balance over the threads.
-    pub(super) fn group(&self) -> usize {
+    pub(crate) fn group(&self) -> usize {
         group_size(self.n, self.ho() * self.wo())
     }
 }
 
 /// Samples per group for `n` samples of `columns` GEMM columns each (see [`Geom::group`]).
-pub(super) fn group_size(n: usize, columns: usize) -> usize {
+pub(crate) fn group_size(n: usize, columns: usize) -> usize {
     equal_groups(n, STACK_COLUMNS, columns)
 }
 
 /// Samples per group for `n` samples of `each` elements, so that a group reaches `at_least`
 /// elements: groups of equal size (20 samples in want of 16: two groups of ten, not 16 + 4),
 /// so that they balance over the threads. Depends on the geometry only, never on the threads.
-pub(super) fn equal_groups(n: usize, at_least: usize, each: usize) -> usize {
+pub(crate) fn equal_groups(n: usize, at_least: usize, each: usize) -> usize {
     let n = n.max(1);
     let want = at_least.div_ceil(each.max(1)).clamp(1, n);
     n.div_ceil(n.div_ceil(want))
@@ -107,15 +119,18 @@ pub(super) fn equal_groups(n: usize, at_least: usize, each: usize) -> usize {
 /// Per output channel `y = act(x · scale + shift)`, applied as the convolution writes its
 /// outputs, while they are still in cache: evaluation-mode BatchNorm and its activation
 /// folded into the convolution, which saves a pass over the activations and its buffer.
-pub(crate) struct Epilogue<'a> {
+pub struct Epilogue<'a> {
+    /// Per output channel factor (BatchNorm's `γ / √(var + ε)`).
     pub scale: &'a [f32],
+    /// Per output channel offset (BatchNorm's `β − mean · scale`).
     pub shift: &'a [f32],
+    /// The activation after it.
     pub act: Act,
 }
 
 impl Epilogue<'_> {
     /// `dst = act(src · scale[co] + shift[co])`; `match` outside the loop so each vectorises.
-    pub(super) fn write(&self, co: usize, dst: &mut [f32], src: &[f32]) {
+    pub(crate) fn write(&self, co: usize, dst: &mut [f32], src: &[f32]) {
         let (a, b) = (self.scale[co], self.shift[co]);
         let pairs = dst.iter_mut().zip(src);
         match self.act {
@@ -126,7 +141,7 @@ impl Epilogue<'_> {
     }
 
     /// The same in place.
-    pub(super) fn apply(&self, co: usize, data: &mut [f32]) {
+    pub(crate) fn apply(&self, co: usize, data: &mut [f32]) {
         let (a, b) = (self.scale[co], self.shift[co]);
         match self.act {
             Act::None => data.iter_mut().for_each(|d| *d = *d * a + b),

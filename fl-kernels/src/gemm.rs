@@ -3,7 +3,7 @@
 
 /// A strided read-only matrix view for [`matmul`].
 #[derive(Clone, Copy)]
-pub(super) struct Mat<'a> {
+pub(crate) struct Mat<'a> {
     pub data: &'a [f32],
     pub rows: usize,
     pub cols: usize,
@@ -23,13 +23,13 @@ impl Mat<'_> {
 
 /// `dst[rows × cols, row stride dst_rs] (+)= a · b`, single-threaded.
 #[allow(unsafe_code)]
-pub(super) fn matmul(dst: &mut [f32], dst_rs: usize, a: Mat<'_>, b: Mat<'_>, accumulate: bool) {
+pub(crate) fn matmul(dst: &mut [f32], dst_rs: usize, a: Mat<'_>, b: Mat<'_>, accumulate: bool) {
     matmul_strided(dst, dst_rs, 1, a, b, accumulate);
 }
 
 /// [`matmul`] into a destination with row stride `dst_rs` and column stride `dst_cs`.
 #[allow(unsafe_code)]
-pub(super) fn matmul_strided(
+pub(crate) fn matmul_strided(
     dst: &mut [f32],
     dst_rs: usize,
     dst_cs: usize,

@@ -1,38 +1,38 @@
 //! The convolution dispatcher: for each layer, which algorithm computes its forward, input
 //! gradient and weight gradient ([`path`]); the instruction set every kernel runs is chosen
 //! once for the process by `isa.rs`. The kernels work on contiguous NCHW `f32` slices and
-//! know nothing of Burn (the autodiff glue that calls this is `conv_op.rs`).
+//! know nothing of Burn (the autodiff glue that calls this is fl-task's `model/conv_op.rs`).
 //!
-//! The algorithms, one file each: `conv_direct.rs` (3 × 3 stride 1 on thin layers, explicit
-//! vectors over pulp), `conv_winograd.rs` (3 × 3 stride 1, wide layers),
-//! `conv_im2col.rs` (any dense geometry: im2col + GEMM), `depthwise_nhwc.rs` (depthwise on
-//! small maps) and `depthwise_planar.rs` (depthwise on larger maps). Their shared types are
-//! in the leaf `kernel_types.rs`, so the imports run one way: this file → algorithms →
-//! leaves (`kernel_types`, `scratch`, `gemm`, `layout`, `simd`, `isa`).
+//! The algorithms, one module each: `direct.rs` (3 × 3 stride 1 on thin layers, explicit
+//! vectors over pulp), `winograd/` (3 × 3 stride 1, wide layers), `im2col.rs` (any dense
+//! geometry: im2col + GEMM), and the depthwise ones in `../depthwise/`: `nhwc.rs` (small
+//! maps) and `planar.rs` (larger maps). Their shared types are in the leaf `types.rs`, so
+//! the imports run one way: this file → algorithms → leaves (`types`, `scratch`, `gemm`,
+//! `layout`, `simd`, `isa`).
 //!
 //! Every path gives results that do not depend on the thread count (groups of samples fixed
 //! by the geometry, shares summed in group order): venn-lab's virtual-clock determinism test
 //! trains at 1 and 2 threads and compares the CSVs.
 
-use super::conv_direct;
-use super::conv_im2col;
-use super::conv_winograd;
-use super::depthwise_nhwc;
-use super::depthwise_planar;
-use super::kernel_types::{Epilogue, Geom, flip_transpose};
+mod direct;
+mod im2col;
+mod winograd;
+
+use crate::depthwise::{nhwc, planar};
+use crate::types::{Epilogue, Geom, flip_transpose};
 
 /// The algorithm a convolution runs ([`path`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Path {
-    /// Depthwise, channels innermost (`depthwise_nhwc.rs`): maps up to 7 × 7.
+    /// Depthwise, channels innermost (`depthwise/nhwc.rs`): maps up to 7 × 7.
     DepthwiseNhwc,
-    /// Depthwise, plane by plane (`depthwise_planar.rs`).
+    /// Depthwise, plane by plane (`depthwise/planar.rs`).
     DepthwisePlanar,
-    /// Direct 3 × 3 (`conv_direct.rs`): thin layers on large maps, where the CPU runs it fast.
+    /// Direct 3 × 3 (`conv/direct.rs`): thin layers on large maps, where the CPU runs it fast.
     Direct,
-    /// Winograd F(2 × 2) or F(4 × 4) (`conv_winograd.rs`): 3 × 3 stride 1, wide layers.
+    /// Winograd F(2 × 2) or F(4 × 4) (`conv/winograd/`): 3 × 3 stride 1, wide layers.
     Winograd,
-    /// im2col + GEMM (`conv_im2col.rs`): everything else.
+    /// im2col + GEMM (`conv/im2col.rs`): everything else.
     Im2col,
 }
 
@@ -40,14 +40,14 @@ pub(crate) enum Path {
 /// `applies` says where it pays, measured per layer; `fl-job/TRAINING.md`), else im2col.
 pub(crate) fn path(g: &Geom) -> Path {
     if g.depthwise {
-        if depthwise_nhwc::applies(g) {
+        if nhwc::applies(g) {
             Path::DepthwiseNhwc
         } else {
             Path::DepthwisePlanar
         }
-    } else if conv_direct::applies(g) {
+    } else if direct::applies(g) {
         Path::Direct
-    } else if conv_winograd::applies(g) {
+    } else if winograd::applies(g) {
         Path::Winograd
     } else {
         Path::Im2col
@@ -56,12 +56,12 @@ pub(crate) fn path(g: &Geom) -> Path {
 
 /// Forward convolution: `x` `[n, cin, h, w]`, `weight` `[cout, cin/groups, k, k]` →
 /// `[n, cout, ho, wo]`.
-pub(crate) fn forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
+pub fn forward(g: &Geom, x: &[f32], weight: &[f32]) -> Vec<f32> {
     forward_fused(g, x, weight, None)
 }
 
 /// [`forward`], then `epilogue` on every output channel if given.
-pub(crate) fn forward_fused(
+pub fn forward_fused(
     g: &Geom,
     x: &[f32],
     weight: &[f32],
@@ -76,16 +76,16 @@ pub(crate) fn forward_fused(
         );
     }
     match path(g) {
-        Path::DepthwiseNhwc => depthwise_nhwc::forward(g, x, weight, epilogue),
-        Path::DepthwisePlanar => depthwise_planar::forward(g, x, weight, epilogue),
-        Path::Direct => conv_direct::forward(g, x, weight, epilogue),
-        Path::Winograd => conv_winograd::forward(g, x, weight, epilogue),
-        Path::Im2col => conv_im2col::forward(g, x, weight, epilogue),
+        Path::DepthwiseNhwc => nhwc::forward(g, x, weight, epilogue),
+        Path::DepthwisePlanar => planar::forward(g, x, weight, epilogue),
+        Path::Direct => direct::forward(g, x, weight, epilogue),
+        Path::Winograd => winograd::forward(g, x, weight, epilogue),
+        Path::Im2col => im2col::forward(g, x, weight, epilogue),
     }
 }
 
 /// Gradients of a convolution with respect to its input and its weight, each only if asked for.
-pub(crate) fn backward(
+pub fn backward(
     g: &Geom,
     x: &[f32],
     weight: &[f32],
@@ -101,17 +101,15 @@ pub(crate) fn backward(
         "conv backward: grad length"
     );
     match path(g) {
-        Path::DepthwiseNhwc => depthwise_nhwc::backward(g, x, weight, grad_out, want_dx, want_dw),
-        Path::DepthwisePlanar => {
-            depthwise_planar::backward(g, x, weight, grad_out, want_dx, want_dw)
-        }
+        Path::DepthwiseNhwc => nhwc::backward(g, x, weight, grad_out, want_dx, want_dw),
+        Path::DepthwisePlanar => planar::backward(g, x, weight, grad_out, want_dx, want_dw),
         Path::Direct => (
-            want_dx.then(|| conv_direct::input_grad(g, grad_out, weight)),
-            want_dw.then(|| conv_direct::weight_grad(g, x, grad_out)),
+            want_dx.then(|| direct::input_grad(g, grad_out, weight)),
+            want_dw.then(|| direct::weight_grad(g, x, grad_out)),
         ),
         Path::Winograd => (
-            want_dx.then(|| conv_winograd::input_grad(g, grad_out, weight)),
-            want_dw.then(|| conv_winograd::weight_grad(g, x, grad_out)),
+            want_dx.then(|| winograd::input_grad(g, grad_out, weight)),
+            want_dw.then(|| winograd::weight_grad(g, x, grad_out)),
         ),
         Path::Im2col if want_dx && g.k == 3 && g.stride == 1 && g.pad == 1 => {
             // A "same" 3 × 3 stride-1 convolution's input gradient is the same kind of
@@ -125,17 +123,17 @@ pub(crate) fn backward(
                 ..*g
             };
             let dx = forward(&back, grad_out, &flip_transpose(g, weight));
-            let (_, dw) = conv_im2col::backward(g, x, weight, grad_out, false, want_dw);
+            let (_, dw) = im2col::backward(g, x, weight, grad_out, false, want_dw);
             (Some(dx), dw)
         }
-        Path::Im2col => conv_im2col::backward(g, x, weight, grad_out, want_dx, want_dw),
+        Path::Im2col => im2col::backward(g, x, weight, grad_out, want_dx, want_dw),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::test_support::{close, naive, values};
+    use crate::test_support::{close, naive, values};
 
     /// `(n, cin, h, w, cout, k, stride, pad, depthwise)` as a [`Geom`].
     type Shape = (usize, usize, usize, usize, usize, usize, usize, usize, bool);
@@ -305,7 +303,7 @@ mod tests {
             start.elapsed().as_secs_f64() * 1e3 / reps as f64
         };
         // `LAYER=i` times only the i-th row (for a profile of one layer).
-        println!("kernels run {}", crate::model::isa::name());
+        println!("kernels run {}", crate::isa::name());
         let only: Option<usize> = std::env::var("LAYER").ok().and_then(|v| v.parse().ok());
         let mut total = [0.0f64; 3];
         // `WIDTH=w` scales the channels to ResNet-18 ×w (the stem keeps its one input).

@@ -4,12 +4,12 @@
 //! ulps of the direct convolution's. Every function works on whole channel vectors
 //! (channels innermost), so each step is a vector operation across channels.
 
-use super::kernel_types::Geom;
-use super::simd::{lin, wide};
-use super::winograd_variant::{GradTile, InputTile, OutputTile, Variant};
+use crate::conv::winograd::variant::{GradTile, InputTile, OutputTile, Variant};
+use crate::simd::{lin, wide};
+use crate::types::Geom;
 
 /// F(2 × 2, 3 × 3).
-pub(super) struct F2;
+pub(crate) struct F2;
 
 impl Variant for F2 {
     const M: usize = 2;
@@ -66,7 +66,7 @@ wide! {
     /// eight scratch vectors; `zero` is `c` zeros.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    pub(super) fn grad_tile(
+    pub(crate) fn grad_tile(
         hwc: &[f32],
         g: &Geom,
         y0: usize,
@@ -125,7 +125,7 @@ wide! {
     /// planes of `V` are `stride` apart; this tile's channels start at `at` in each.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    pub(super) fn input_tile(
+    pub(crate) fn input_tile(
         p: &[f32],
         pw: usize,
         c: usize,
@@ -171,7 +171,7 @@ wide! {
     /// written channels-innermost into `hwc`.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    pub(super) fn output_tile(
+    pub(crate) fn output_tile(
         m: &[f32],
         stride: usize,
         at: usize,

@@ -10,7 +10,7 @@
 //! gradient's convolution, the weight gradient). The stride-2 layers' rows were copied one
 //! element at a time: im2col was 28–34 % of those layers.
 
-use super::kernel_types::Geom;
+use crate::types::Geom;
 
 /// Most taps per plane: 3 × 3 kernels.
 const MAX_TAPS: usize = 9;
@@ -18,7 +18,7 @@ const MAX_TAPS: usize = 9;
 /// Writes sample `x`'s im2col matrix `[cin·k·k, ho·wo]` into `col` (rows `ld` long, from
 /// column `off`), if this geometry fits the kernel and the CPU has AVX-512; returns whether
 /// it did.
-pub(super) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) -> bool {
+pub(crate) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) -> bool {
     let (pixels_in, pixels_out, taps) = (g.h * g.w, g.ho() * g.wo(), g.k * g.k);
     if g.depthwise || pixels_in > 16 || pixels_out > 16 || taps > MAX_TAPS || !available() {
         return false;
@@ -65,7 +65,7 @@ pub(super) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize
 
 /// `dst[i] = src[i·stride]` for every `i` of `dst`: im2col's strided rows. Stride 2 on a CPU
 /// with AVX-512 takes the permute kernel; anything else the plain loop.
-pub(super) fn copy_strided(dst: &mut [f32], src: &[f32], stride: usize) {
+pub(crate) fn copy_strided(dst: &mut [f32], src: &[f32], stride: usize) {
     let n = dst.len();
     if stride == 2 && available() {
         assert!(
@@ -89,7 +89,7 @@ pub(super) fn copy_strided(dst: &mut [f32], src: &[f32], stride: usize) {
 /// `dst[i·stride] += src[i]` for every `i` of `src`: col2im's strided rows, the same split
 /// as [`copy_strided`]. Each element gets the one addition the plain loop gives it and no
 /// other element is written, so the bits are the same either way.
-pub(super) fn add_strided(dst: &mut [f32], src: &[f32], stride: usize) {
+pub(crate) fn add_strided(dst: &mut [f32], src: &[f32], stride: usize) {
     let n = src.len();
     if stride == 2 && available() {
         assert!(
@@ -113,7 +113,7 @@ pub(super) fn add_strided(dst: &mut [f32], src: &[f32], stride: usize) {
 /// The kernels are AVX-512 (masked permutes, which no narrower set has); elsewhere, or
 /// when `FL_JOB_ISA` lowers the choice, `conv_im2col::im2col` does the work.
 fn available() -> bool {
-    super::isa::avx512()
+    crate::isa::avx512()
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -131,7 +131,7 @@ mod x86 {
     /// # Safety
     /// The CPU has AVX-512F; `dst` holds at least `2·(n − 1) + 1` elements; `src` holds `n`.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn scatter_add_stride2(dst: *mut f32, src: *const f32, n: usize) {
+    pub(crate) unsafe fn scatter_add_stride2(dst: *mut f32, src: *const f32, n: usize) {
         unsafe {
             // Source lane i to destination lanes 2i (low register) and 2i − 16 (high).
             let low = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
@@ -161,7 +161,7 @@ mod x86 {
     /// The CPU has AVX-512F; `src` holds `len` elements, at least `2·(n − 1) + 1`; `dst`
     /// holds `n`.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn gather_stride2(dst: *mut f32, n: usize, src: *const f32, len: usize) {
+    pub(crate) unsafe fn gather_stride2(dst: *mut f32, n: usize, src: *const f32, len: usize) {
         unsafe {
             let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
             for i in (0..n).step_by(16) {
@@ -184,7 +184,7 @@ mod x86 {
     /// `col + (planes·taps − 1)·ld + pixels_out` (≤ 16) stays inside the column buffer.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn im2col(
+    pub(crate) unsafe fn im2col(
         x: *const f32,
         planes: usize,
         pixels_in: usize,

@@ -18,7 +18,7 @@
 //! input channel, 27 vector accumulators (3 × 9 taps) over a group of samples' padded pixels.
 //!
 //! The input gradient of such a layer is the same convolution of the output gradient with
-//! the flipped, transposed filters (`kernel_types::flip_transpose`). Samples are computed
+//! the flipped, transposed filters (`types::flip_transpose`). Samples are computed
 //! independently and the weight gradient's groups (fixed by the geometry) are summed in group
 //! order, so results are the same at any thread count. Which layers take this path: [`applies`].
 
@@ -27,9 +27,9 @@ use std::cell::RefCell;
 use pulp::{Simd, WithSimd};
 use rayon::prelude::*;
 
-use super::isa::{self, Dispatch};
-use super::kernel_types::{Epilogue, Geom, equal_groups, flip_transpose};
-use super::scratch::{sum_partials, take, with_local, zeroed};
+use crate::isa::{self, Dispatch};
+use crate::scratch::{sum_partials, take, with_local, zeroed};
+use crate::types::{Epilogue, Geom, equal_groups, flip_transpose};
 
 /// Vectors of output pixels per forward register block.
 const PV: usize = 3;
@@ -45,7 +45,7 @@ const DW_CO: usize = 3;
 const DW_POSITIONS: usize = 480;
 
 /// Most channels (in or out) a layer may have to take this path, and fewest pixels per map.
-/// Measured per layer on AVX-512 (`conv_kernels::tests::layer_times`, batch 20, 2 threads;
+/// Measured per layer on AVX-512 (`conv::tests::layer_times`, batch 20, 2 threads;
 /// forward / input gradient / weight gradient, ms): 16 → 16 on 28² 0.45–0.52 / 0.50–0.57 /
 /// 0.67–0.70 (im2col) → 0.28–0.31 / 0.32–0.54 / 0.36–0.39; 32 → 32 on 14² 0.48–0.56 /
 /// 0.43–0.45 / 0.45–0.47 (Winograd F2) → 0.33–0.38 / 0.34–0.35 / 0.46–0.47; 32 → 32 on 28²
@@ -555,8 +555,8 @@ fn hsum(a: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::isa::On;
-    use crate::model::test_support::{close, naive, same3x3 as geom, values};
+    use crate::isa::On;
+    use crate::test_support::{close, naive, same3x3 as geom, values};
 
     /// Every result of one geometry on one instruction set: forward, input gradient,
     /// weight gradient.

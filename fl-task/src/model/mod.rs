@@ -2,43 +2,17 @@
 //!
 //! - `resnet.rs`, `mobilenet.rs`: the architectures; `layers.rs`: conv + BatchNorm (+ act);
 //!   `cost.rs`: a model's forward multiply-accumulates, from which device time follows.
-//! - On the `flex` CPU backend the layers run on fl-job's own kernels (switch:
-//!   [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops;
-//!   `conv_kernels.rs` is the dispatcher that picks each convolution's algorithm:
-//!   `conv_direct.rs` (3 × 3 stride 1 on thin layers), `conv_winograd.rs` (3 × 3 stride 1,
-//!   tiles in `winograd_f2.rs`, `winograd_f4.rs`, `winograd_variant.rs`), `conv_im2col.rs`
-//!   (im2col + GEMM; `im2col_simd.rs` holds its AVX-512 permutes), `depthwise_nhwc.rs` and
-//!   `depthwise_planar.rs`. Leaves: `kernel_types.rs` (shared types), `scratch.rs`,
-//!   `gemm.rs`, `layout.rs` (planes ↔ channels-innermost), `simd.rs` (`wide!`) and
-//!   `isa.rs`, the one place that picks the instruction set (pulp: AVX-512, AVX2 + FMA,
-//!   NEON or scalar, once per process). Imports run one way, dispatcher → algorithms →
-//!   leaves. Results do not depend on the thread count. Why and how fast:
-//!   `fl-job/TRAINING.md`.
+//! - On the `flex` CPU backend the layers run on the fl-kernels crate's CPU kernels
+//!   (switch: [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops
+//!   around them (and BatchNorm's own arithmetic). Results do not depend on the thread
+//!   count. Why and how fast: `fl-job/TRAINING.md`.
 
 mod bn_op;
-mod conv_direct;
-mod conv_im2col;
-mod conv_kernels;
 mod conv_op;
-mod conv_winograd;
 mod cost;
-mod depthwise_nhwc;
-mod depthwise_planar;
-mod gemm;
-mod im2col_simd;
-mod isa;
-mod kernel_types;
 mod layers;
-mod layout;
 mod mobilenet;
 mod resnet;
-mod scratch;
-mod simd;
-#[cfg(test)]
-mod test_support;
-mod winograd_f2;
-mod winograd_f4;
-mod winograd_variant;
 
 use std::fmt;
 use std::str::FromStr;
@@ -54,7 +28,7 @@ pub use resnet::{BasicBlock, ResNet};
 pub(crate) use conv_op::flex_tensor;
 pub use conv_op::{cpu_kernels, set_cpu_kernels};
 /// The instruction set the CPU kernels run (`avx512`, `avx2`, `neon` or `scalar`).
-pub use isa::name as kernel_isa;
+pub use fl_kernels::isa::name as kernel_isa;
 
 use crate::error::FlError;
 

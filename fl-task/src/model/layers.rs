@@ -20,7 +20,7 @@ use burn::tensor::{Device, Tensor, s};
 
 use super::bn_op;
 
-pub(crate) use super::kernel_types::Act;
+pub(crate) use fl_kernels::Act;
 
 /// Convolution without bias (BatchNorm follows), then BatchNorm, then an activation.
 #[derive(Module, Debug)]

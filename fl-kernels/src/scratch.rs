@@ -10,7 +10,7 @@ use rayon::prelude::*;
 /// and page-faulted) its buffers: 7 % of a ResNet-18 training step went to that `memset`. A
 /// re-entrant call on the same thread (none of the kernels nests parallel loops, but a
 /// future one might steal work while it waits) gets a fresh `T` instead of a borrow panic.
-pub(super) fn with_local<T: Default + 'static, R>(
+pub(crate) fn with_local<T: Default + 'static, R>(
     key: &'static LocalKey<RefCell<T>>,
     f: impl FnOnce(&mut T) -> R,
 ) -> R {
@@ -23,7 +23,7 @@ pub(super) fn with_local<T: Default + 'static, R>(
 /// `len` zeros, written by all the pool's threads for large lengths. Why: `vec![0.0; len]`
 /// zeroes (or page-faults in) a layer's whole output on the calling thread while the others
 /// wait, 3–4 % of a training step's CPU time here; the kernels then overwrite it.
-pub(super) fn zeroed(len: usize) -> Vec<f32> {
+pub(crate) fn zeroed(len: usize) -> Vec<f32> {
     const PARALLEL_FROM: usize = 1 << 16;
     if len < PARALLEL_FROM {
         return vec![0.0; len];
@@ -34,7 +34,7 @@ pub(super) fn zeroed(len: usize) -> Vec<f32> {
 }
 
 /// The first `len` elements of `buf`, growing it if needed.
-pub(super) fn take(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
+pub(crate) fn take(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
     if buf.len() < len {
         buf.resize(len, 0.0);
     }
@@ -42,7 +42,7 @@ pub(super) fn take(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
 }
 
 /// Sums the groups' weight gradients, in group order.
-pub(super) fn sum_partials(partials: Vec<Option<Vec<f32>>>, len: usize) -> Vec<f32> {
+pub(crate) fn sum_partials(partials: Vec<Option<Vec<f32>>>, len: usize) -> Vec<f32> {
     let mut it = partials.into_iter().flatten();
     let mut total = it.next().unwrap_or_else(|| vec![0.0; len]);
     let rest: Vec<Vec<f32>> = it.collect();

@@ -1,5 +1,5 @@
 //! The models' convolutions as one custom Burn op on the `flex` CPU backend, with its own
-//! backward pass (kernels in `conv_kernels.rs`).
+//! backward pass (the kernels are the fl-kernels crate's).
 //!
 //! Burn's autodiff takes every op's backward from the backend, so a faster convolution
 //! gradient cannot be written as a layer over tensor ops. Instead [`conv2d`] takes the
@@ -20,8 +20,8 @@ use burn::tensor::{Tensor, TensorData};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::conv_kernels;
-use super::kernel_types::{Act, Epilogue, Geom};
+use fl_kernels::conv;
+use fl_kernels::{Act, Epilogue, Geom};
 
 static CPU_KERNELS: AtomicBool = AtomicBool::new(true);
 
@@ -62,7 +62,7 @@ pub(crate) fn conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
         x.clone().try_into_primitive::<Flex>(),
         weight.try_into_primitive::<Flex>(),
     ) {
-        let out = conv_kernels::forward(&geom, &slice(&xp), &slice(&wp));
+        let out = conv::forward(&geom, &slice(&xp), &slice(&wp));
         return Some(Tensor::from_primitive::<Flex>(flex_tensor(
             out,
             &out_shape(&geom),
@@ -114,7 +114,7 @@ pub(crate) fn conv_bn_act_eval(
         shift: &shift,
         act,
     };
-    let out = conv_kernels::forward_fused(&geom, &slice(&xp), &slice(&wp), Some(&epilogue));
+    let out = conv::forward_fused(&geom, &slice(&xp), &slice(&wp), Some(&epilogue));
     Some(Tensor::from_primitive::<Flex>(flex_tensor(
         out,
         &out_shape(&geom),
@@ -199,7 +199,7 @@ impl Backward<Flex, 2> for ConvBackward {
         let [node_x, node_w] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
         let (x, w, geom) = ops.state;
-        let (dx, dw) = conv_kernels::backward(
+        let (dx, dw) = conv::backward(
             &geom,
             &slice(&x),
             &slice(&w),
@@ -231,7 +231,7 @@ fn conv_autodiff(
         .compute_bound()
         .stateful();
     let (xp, wp) = (x.into_primitive(), w.into_primitive());
-    let out = conv_kernels::forward(&geom, &slice(&xp), &slice(&wp));
+    let out = conv::forward(&geom, &slice(&xp), &slice(&wp));
     let out = flex_tensor(out, &out_shape(&geom));
     match prep {
         OpsKind::Tracked(prep) => prep.finish((xp, wp, geom), out),

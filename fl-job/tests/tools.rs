@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{TINY_RESNET, device};
 use fl_job::bench::{bench_model, markdown};
-use fl_job::plot::{Series, accuracy_png};
+use venn_plot::accuracy::{Series, accuracy_png};
 
 #[test]
 fn bench_measures_a_tiny_model() {

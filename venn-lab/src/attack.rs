@@ -252,6 +252,11 @@ fn profile(cpu: f64, ms: f64, tags: Vec<String>) -> Value {
            "ms_per_sample": ms, "bandwidth_kbps": 9000.0, "tags": tags})
 }
 
+/// The plan URL of every job registered here: nothing here fetches a plan, so the discard port.
+fn plan_url() -> String {
+    format!("http://{HONEST}:9/plan")
+}
+
 fn random_tag(rng: &mut impl Rng) -> String {
     (0..64)
         .map(|_| char::from(b'a' + rng.random_range(0..26u8)))
@@ -359,16 +364,46 @@ pub async fn run_attacks(opts: &AttackOptions) -> anyhow::Result<AttackSummary> 
         .local_addr()?
         .port();
     let mut m = ManagerProcess::start(&opts.manager_bin, &db, port).await?;
-    let base = m.base.clone();
     let honest_http = client(HONEST)?;
     let attacker = client(ATTACKER)?;
+    let honest = register_honest_job(&honest_http, &m.base).await?;
 
-    // The honest job, with an acknowledged task: what the restart must keep.
-    let reg: Value = honest_http
+    let target = AttackTarget {
+        http: attacker,
+        base: m.base.clone(),
+        addr: m.addr(),
+        workers: opts.workers,
+        scale: opts.scale,
+    };
+    let mut summary = AttackSummary::default();
+    for planned in planned_attacks(&target) {
+        let report = measure_attack(&m, &honest_http, planned).await?;
+        summary.attacks.push(report);
+    }
+
+    // SIGKILL, restart on the same database: the acknowledged job, round and task.
+    let _ = m.child.kill();
+    let _ = m.child.wait();
+    drop(m);
+    m = ManagerProcess::start(&opts.manager_bin, &db, port).await?;
+    summary.restart = restart_checks(&honest_http, &m.base, &honest).await?;
+    Ok(summary)
+}
+
+/// The honest job with an acknowledged task: what the restart must keep.
+struct HonestJob {
+    job: u64,
+    token: String,
+    task: String,
+}
+
+/// Registers the honest job, opens a round, and has device 7 take and acknowledge its task.
+async fn register_honest_job(http: &reqwest::Client, base: &str) -> anyhow::Result<HonestJob> {
+    let reg: Value = http
         .post(format!("{base}/v1/jobs"))
         .json(
             &json!({"name": "honest", "rounds": 3, "model_size_bytes": 1000,
-                      "plan_url": format!("http://{HONEST}:9/plan")}),
+                      "plan_url": plan_url()}),
         )
         .send()
         .await?
@@ -378,14 +413,13 @@ pub async fn run_attacks(opts: &AttackOptions) -> anyhow::Result<AttackSummary> 
         .as_u64()
         .ok_or_else(|| anyhow!("no job id: {reg}"))?;
     let token = reg["token"].as_str().unwrap_or_default().to_string();
-    honest_http
-        .post(format!("{base}/v1/jobs/{job}/rounds"))
+    http.post(format!("{base}/v1/jobs/{job}/rounds"))
         .bearer_auth(&token)
         .json(&json!({"demand": 1, "deadline_s": 3600, "min_response_fraction": 1}))
         .send()
         .await?
         .error_for_status()?;
-    let a: Value = honest_http
+    let a: Value = http
         .post(format!("{base}/v1/check-in"))
         .json(&json!({"device_id": 7, "profile": profile(1.0, 2.0, Vec::new())}))
         .send()
@@ -396,229 +430,312 @@ pub async fn run_attacks(opts: &AttackOptions) -> anyhow::Result<AttackSummary> 
         .as_str()
         .ok_or_else(|| anyhow!("the honest device got no task: {a}"))?
         .to_string();
-    honest_http
-        .post(format!("{base}/v1/tasks/{task}/ack"))
+    http.post(format!("{base}/v1/tasks/{task}/ack"))
         .send()
         .await?
         .error_for_status()?;
+    Ok(HonestJob { job, token, task })
+}
 
-    let n = |full: f64| (full * opts.scale).ceil().max(1.0) as u64;
-    let mut summary = AttackSummary::default();
-    type Attack = Box<dyn Fn(Arc<Tally>) -> BoxFuture>;
-    let addr = m.addr();
-    let workers = opts.workers;
-    let attacks: Vec<(&'static str, u64, Attack)> = vec![
-        {
-            let (http, base, k) = (attacker.clone(), base.clone(), n(150_000.0));
-            (
-                "random-profiles",
-                k,
-                attack(move |t| {
-                    let (http, base) = (http.clone(), base.clone());
-                    boxed(async move {
-                        flood(&http, k, workers, &t, move |h, i| {
-                            let mut rng = rand::rng();
-                            h.post(format!("{base}/v1/check-in")).json(&json!({
-                                "device_id": i,
-                                "profile": profile(rng.random_range(0.0..8.0), rng.random_range(1.0..500.0), Vec::new()),
-                            }))
-                        })
-                        .await
-                    })
-                }),
-            )
-        },
-        {
-            let (http, base, k) = (attacker.clone(), base.clone(), n(20_000.0));
-            (
-                "long-tags",
-                k,
-                attack(move |t| {
-                    let (http, base) = (http.clone(), base.clone());
-                    boxed(async move {
-                        // Groups that require many long tags, then devices with as many.
-                        for g in 0..16 {
-                            let tags: Vec<String> = {
-                                let mut rng = rand::rng();
-                                (0..32).map(|_| random_tag(&mut rng)).collect()
-                            };
-                            let r = http
-                                .post(format!("{base}/v1/jobs"))
-                                .json(&json!({
-                                "name": format!("tags-{g}"), "rounds": 1, "model_size_bytes": 10,
-                                "plan_url": format!("http://{HONEST}:9/plan"),
-                                "requirement": {"tags": tags}}))
-                                .send()
-                                .await;
-                            t.add(r);
-                        }
-                        flood(&http, k, workers, &t, move |h, i| {
-                            let mut rng = rand::rng();
-                            let tags: Vec<String> = (0..32).map(|_| random_tag(&mut rng)).collect();
-                            h.post(format!("{base}/v1/check-in")).json(&json!({
-                                "device_id": i, "profile": profile(2.0, 3.0, tags)}))
-                        })
-                        .await
-                    })
-                }),
-            )
-        },
-        {
-            let (http, base, k) = (attacker.clone(), base.clone(), n(2_000.0));
-            (
-                "oversized-fields",
-                k,
-                attack(move |t| {
-                    let (http, base) = (http.clone(), base.clone());
-                    boxed(async move {
-                        flood(&http, k, workers, &t, move |h, i| {
-                            let url = format!("{base}/v1/check-in");
-                            match i % 4 {
-                                // Too many tags, too long a tag, a 100 KB body, a lease
-                                // that would never end.
-                                0 => h.post(url).json(&json!({"device_id": i, "profile": profile(1.0, 2.0, (0..200).map(|k| k.to_string()).collect())})),
-                                1 => h.post(url).json(&json!({"device_id": i, "profile": profile(1.0, 2.0, vec!["x".repeat(1000)])})),
-                                2 => h.post(url).header("content-type", "application/json").body(vec![b' '; 100_000]),
-                                _ => h.post(format!("{base}/v1/check-in")).json(&json!({"device_id": i, "profile": profile(1.0, 2.0, Vec::new()), "online_for_s": 1.7e308})),
-                            }
-                        })
-                        .await
-                    })
-                }),
-            )
-        },
-        {
-            let (http, base, k) = (attacker.clone(), base.clone(), n(300.0).max(130));
-            (
-                "registrations",
-                k,
-                attack(move |t| {
-                    let (http, base) = (http.clone(), base.clone());
-                    boxed(async move {
-                        flood(&http, k, 4, &t, move |h, i| {
-                            h.post(format!("{base}/v1/jobs")).json(&json!({
-                                "name": format!("squat-{i}"), "rounds": 1, "model_size_bytes": 10,
-                                "plan_url": format!("http://{HONEST}:9/plan"),
-                                "requirement": {"min_cpu_score": 1.0 + i as f64 * 1e-3}}))
-                        })
-                        .await
-                    })
-                }),
-            )
-        },
-        {
-            let k = n(400.0);
-            (
-                "slow-headers",
-                k,
-                attack(move |t| {
-                    boxed(async move {
-                        hold_connections(
-                            addr,
-                            k,
-                            b"POST /v1/check-in HTTP/1.1\r\nhost: x\r\n",
-                            Duration::from_secs(3),
-                            &t,
-                        )
-                        .await
-                    })
-                }),
-            )
-        },
-        {
-            let k = n(1_500.0);
-            (
-                "idle-connections",
-                k,
-                attack(move |t| {
-                    boxed(async move {
-                        hold_connections(addr, k, b"", Duration::from_secs(2), &t).await
-                    })
-                }),
-            )
-        },
-    ];
-    for (name, requests, run) in attacks {
-        let (rss0, db0) = (m.rss_mib(), m.db_mb());
-        let stop = Arc::new(AtomicBool::new(false));
-        let probe = tokio::spawn(honest_probe(base.clone(), stop.clone()));
-        let tally = Arc::new(Tally::default());
-        let t0 = Instant::now();
-        run(tally.clone()).await;
-        // Let the manager's one-second flush write what it buffered.
-        tokio::time::sleep(Duration::from_millis(1_200)).await;
-        stop.store(true, Relaxed);
-        let (mut lat, honest_failed) = probe.await?;
-        let mut report = AttackReport {
-            name,
-            requests,
-            ok: tally.ok.load(Relaxed),
-            client_errors: tally.c4.load(Relaxed),
-            server_errors: tally.c5.load(Relaxed),
-            dropped: tally.dropped.load(Relaxed),
-            honest: lat.len() as u64 + honest_failed,
-            honest_failed,
-            honest_p50_ms: percentile(&mut lat, 0.5),
-            honest_p99_ms: percentile(&mut lat, 0.99),
-            rss_growth_mib: m.rss_mib() - rss0,
-            db_growth_mb: m.db_mb() - db0,
-            seconds: t0.elapsed().as_secs_f64(),
-        };
-        if name == "registrations" {
-            // The honest operator can still register from its own address.
-            let r = honest_http
-                .post(format!("{base}/v1/jobs"))
-                .json(
-                    &json!({"name": "honest-late", "rounds": 1, "model_size_bytes": 10,
-                              "plan_url": format!("http://{HONEST}:9/plan")}),
-                )
-                .send()
-                .await;
-            if !r.is_ok_and(|r| r.status().is_success()) {
-                report.honest_failed += 1;
-            }
-        }
-        summary.attacks.push(report);
-    }
-
-    // SIGKILL, restart on the same database: the acknowledged job, round and task.
-    let _ = m.child.kill();
-    let _ = m.child.wait();
-    drop(m);
-    m = ManagerProcess::start(&opts.manager_bin, &db, port).await?;
-    let st: Value = honest_http
-        .get(format!("{}/v1/jobs/{job}", m.base))
+/// After the restart at `base`: whether the honest job's round, task and token survived.
+async fn restart_checks(
+    http: &reqwest::Client,
+    base: &str,
+    honest: &HonestJob,
+) -> anyhow::Result<Vec<(String, bool)>> {
+    let HonestJob { job, token, task } = honest;
+    let mut checks = Vec::new();
+    let st: Value = http
+        .get(format!("{base}/v1/jobs/{job}"))
         .send()
         .await?
         .json()
         .await?;
-    summary.restart.push((
+    checks.push((
         format!("job {job} and its open round, one device assigned"),
         st["open_round"]["assigned"].as_u64() == Some(1),
     ));
-    let owner: Value = honest_http
-        .get(format!("{}/v1/tasks/{task}", m.base))
+    let owner: Value = http
+        .get(format!("{base}/v1/tasks/{task}"))
         .send()
         .await?
         .json()
         .await
         .unwrap_or(Value::Null);
-    summary.restart.push((
+    checks.push((
         "the acknowledged task's token".into(),
         owner["device_id"].as_u64() == Some(7),
     ));
-    let r = honest_http
-        .post(format!("{}/v1/jobs/{job}/rounds/0/close", m.base))
-        .bearer_auth(&token)
+    let r = http
+        .post(format!("{base}/v1/jobs/{job}/rounds/0/close"))
+        .bearer_auth(token)
         .json(&json!({"outcome": "success"}))
         .send()
         .await?;
-    summary.restart.push((
+    checks.push((
         "the job's token closes its round".into(),
         r.status().is_success(),
     ));
-    Ok(summary)
+    Ok(checks)
 }
+
+/// What the attacks aim at and how hard.
+#[derive(Clone)]
+struct AttackTarget {
+    /// The attacker's client, sending from [`ATTACKER`].
+    http: reqwest::Client,
+    base: String,
+    addr: SocketAddr,
+    workers: usize,
+    scale: f64,
+}
+
+impl AttackTarget {
+    /// `full` requests at this run's scale, at least one.
+    fn n(&self, full: f64) -> u64 {
+        (full * self.scale).ceil().max(1.0) as u64
+    }
+}
+
+/// One attack to run: its name, the requests it sends, and how.
+struct PlannedAttack {
+    name: &'static str,
+    requests: u64,
+    run: Attack,
+}
+
+/// Every attack, in the order they run.
+fn planned_attacks(target: &AttackTarget) -> Vec<PlannedAttack> {
+    vec![
+        random_profiles(target),
+        long_tags(target),
+        oversized_fields(target),
+        registrations(target),
+        slow_headers(target),
+        idle_connections(target),
+    ]
+}
+
+/// Check-ins from devices with invented profiles, each a new group of eligibility.
+fn random_profiles(target: &AttackTarget) -> PlannedAttack {
+    let (http, base, k, workers) = (
+        target.http.clone(),
+        target.base.clone(),
+        target.n(150_000.0),
+        target.workers,
+    );
+    PlannedAttack {
+        name: "random-profiles",
+        requests: k,
+        run: attack(move |t| {
+            let (http, base) = (http.clone(), base.clone());
+            boxed(async move {
+                flood(&http, k, workers, &t, move |h, i| {
+                    let mut rng = rand::rng();
+                    h.post(format!("{base}/v1/check-in")).json(&json!({
+                        "device_id": i,
+                        "profile": profile(rng.random_range(0.0..8.0), rng.random_range(1.0..500.0), Vec::new()),
+                    }))
+                })
+                .await
+            })
+        }),
+    }
+}
+
+/// Jobs and devices with many long tags.
+fn long_tags(target: &AttackTarget) -> PlannedAttack {
+    let (http, base, k, workers) = (
+        target.http.clone(),
+        target.base.clone(),
+        target.n(20_000.0),
+        target.workers,
+    );
+    PlannedAttack {
+        name: "long-tags",
+        requests: k,
+        run: attack(move |t| {
+            let (http, base) = (http.clone(), base.clone());
+            boxed(async move {
+                register_tagged_jobs(&http, &base, &t).await;
+                flood(&http, k, workers, &t, move |h, i| {
+                    let mut rng = rand::rng();
+                    let tags: Vec<String> = (0..32).map(|_| random_tag(&mut rng)).collect();
+                    h.post(format!("{base}/v1/check-in")).json(&json!({
+                        "device_id": i, "profile": profile(2.0, 3.0, tags)}))
+                })
+                .await
+            })
+        }),
+    }
+}
+
+/// Groups that require many long tags, so that the tagged devices have somewhere to go.
+async fn register_tagged_jobs(http: &reqwest::Client, base: &str, t: &Tally) {
+    for g in 0..16 {
+        // The generator is not `Send`: drop it before the await.
+        let tags: Vec<String> = {
+            let mut rng = rand::rng();
+            (0..32).map(|_| random_tag(&mut rng)).collect()
+        };
+        let r = http
+            .post(format!("{base}/v1/jobs"))
+            .json(&json!({
+            "name": format!("tags-{g}"), "rounds": 1, "model_size_bytes": 10,
+            "plan_url": plan_url(),
+            "requirement": {"tags": tags}}))
+            .send()
+            .await;
+        t.add(r);
+    }
+}
+
+/// Check-ins with fields past every limit.
+fn oversized_fields(target: &AttackTarget) -> PlannedAttack {
+    let (http, base, k, workers) = (
+        target.http.clone(),
+        target.base.clone(),
+        target.n(2_000.0),
+        target.workers,
+    );
+    PlannedAttack {
+        name: "oversized-fields",
+        requests: k,
+        run: attack(move |t| {
+            let (http, base) = (http.clone(), base.clone());
+            boxed(async move {
+                flood(&http, k, workers, &t, move |h, i| {
+                    let url = format!("{base}/v1/check-in");
+                    match i % 4 {
+                        // Too many tags, too long a tag, a 100 KB body, a lease
+                        // that would never end.
+                        0 => h.post(url).json(&json!({"device_id": i, "profile": profile(1.0, 2.0, (0..200).map(|k| k.to_string()).collect())})),
+                        1 => h.post(url).json(&json!({"device_id": i, "profile": profile(1.0, 2.0, vec!["x".repeat(1000)])})),
+                        2 => h.post(url).header("content-type", "application/json").body(vec![b' '; 100_000]),
+                        _ => h.post(format!("{base}/v1/check-in")).json(&json!({"device_id": i, "profile": profile(1.0, 2.0, Vec::new()), "online_for_s": 1.7e308})),
+                    }
+                })
+                .await
+            })
+        }),
+    }
+}
+
+/// Job registrations that squat on the manager, each a distinct group.
+fn registrations(target: &AttackTarget) -> PlannedAttack {
+    let (http, base, k) = (
+        target.http.clone(),
+        target.base.clone(),
+        target.n(300.0).max(130),
+    );
+    PlannedAttack {
+        name: "registrations",
+        requests: k,
+        run: attack(move |t| {
+            let (http, base) = (http.clone(), base.clone());
+            boxed(async move {
+                flood(&http, k, 4, &t, move |h, i| {
+                    h.post(format!("{base}/v1/jobs")).json(&json!({
+                        "name": format!("squat-{i}"), "rounds": 1, "model_size_bytes": 10,
+                        "plan_url": plan_url(),
+                        "requirement": {"min_cpu_score": 1.0 + i as f64 * 1e-3}}))
+                })
+                .await
+            })
+        }),
+    }
+}
+
+/// Connections that send part of a request's headers and then nothing.
+fn slow_headers(target: &AttackTarget) -> PlannedAttack {
+    let (addr, k) = (target.addr, target.n(400.0));
+    PlannedAttack {
+        name: "slow-headers",
+        requests: k,
+        run: attack(move |t| {
+            boxed(async move {
+                hold_connections(
+                    addr,
+                    k,
+                    b"POST /v1/check-in HTTP/1.1\r\nhost: x\r\n",
+                    Duration::from_secs(3),
+                    &t,
+                )
+                .await
+            })
+        }),
+    }
+}
+
+/// Connections that send nothing at all.
+fn idle_connections(target: &AttackTarget) -> PlannedAttack {
+    let (addr, k) = (target.addr, target.n(1_500.0));
+    PlannedAttack {
+        name: "idle-connections",
+        requests: k,
+        run: attack(move |t| {
+            boxed(async move { hold_connections(addr, k, b"", Duration::from_secs(2), &t).await })
+        }),
+    }
+}
+
+/// Runs one attack against `m` while the honest device checks in, and reports it.
+async fn measure_attack(
+    m: &ManagerProcess,
+    honest_http: &reqwest::Client,
+    planned: PlannedAttack,
+) -> anyhow::Result<AttackReport> {
+    let PlannedAttack {
+        name,
+        requests,
+        run,
+    } = planned;
+    let (rss0, db0) = (m.rss_mib(), m.db_mb());
+    let stop = Arc::new(AtomicBool::new(false));
+    let probe = tokio::spawn(honest_probe(m.base.clone(), stop.clone()));
+    let tally = Arc::new(Tally::default());
+    let t0 = Instant::now();
+    run(tally.clone()).await;
+    // Let the manager's one-second flush write what it buffered.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    stop.store(true, Relaxed);
+    let (mut lat, honest_failed) = probe.await?;
+    let mut report = AttackReport {
+        name,
+        requests,
+        ok: tally.ok.load(Relaxed),
+        client_errors: tally.c4.load(Relaxed),
+        server_errors: tally.c5.load(Relaxed),
+        dropped: tally.dropped.load(Relaxed),
+        honest: lat.len() as u64 + honest_failed,
+        honest_failed,
+        honest_p50_ms: percentile(&mut lat, 0.5),
+        honest_p99_ms: percentile(&mut lat, 0.99),
+        rss_growth_mib: m.rss_mib() - rss0,
+        db_growth_mb: m.db_mb() - db0,
+        seconds: t0.elapsed().as_secs_f64(),
+    };
+    if name == "registrations" && !honest_can_register(honest_http, &m.base).await {
+        report.honest_failed += 1;
+    }
+    Ok(report)
+}
+
+/// Whether the honest operator can still register a job from its own address.
+async fn honest_can_register(http: &reqwest::Client, base: &str) -> bool {
+    let r = http
+        .post(format!("{base}/v1/jobs"))
+        .json(
+            &json!({"name": "honest-late", "rounds": 1, "model_size_bytes": 10,
+                      "plan_url": plan_url()}),
+        )
+        .send()
+        .await;
+    r.is_ok_and(|r| r.status().is_success())
+}
+
+/// An attack: given the tally, the future that runs it.
+type Attack = Box<dyn Fn(Arc<Tally>) -> BoxFuture>;
 
 /// What an attack returns: a boxed future (no futures dependency for one type).
 type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
@@ -627,7 +744,7 @@ fn boxed(f: impl std::future::Future<Output = ()> + Send + 'static) -> BoxFuture
     Box::pin(f)
 }
 
-/// An attack: given the tally, the future that runs it.
-fn attack(f: impl Fn(Arc<Tally>) -> BoxFuture + 'static) -> Box<dyn Fn(Arc<Tally>) -> BoxFuture> {
+/// Boxes an attack; the signature gives the closure its argument type.
+fn attack(f: impl Fn(Arc<Tally>) -> BoxFuture + 'static) -> Attack {
     Box::new(f)
 }

@@ -14,8 +14,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use fl_job::plot::{Panel, Series, accuracy_grid_png};
 use venn_core::stats::mean_interval;
+use venn_plot::accuracy::{Panel, Series, accuracy_grid_png};
 
 use crate::results::{
     Clock, JobOutcome, LabResult, any_accuracy, paired, shown_thresholds, tail_accuracy,

@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use fl_job::plot::{Panel, accuracy_grid_png, accuracy_png_with};
+use venn_plot::accuracy::{Panel, accuracy_grid_png, accuracy_png_with};
 
 use crate::results::{
     Clock, JobOutcome, LabResult, accuracy_series, any_accuracy, paired, shown_thresholds,

@@ -193,127 +193,19 @@ fn config_and_results_volumes() -> Vec<Volume> {
     ]
 }
 
-/// The experiment's objects, in apply order.
+/// The experiment's objects, in apply order: the jobs' ConfigMap, the manager, the device
+/// shards, the jobs (each with its Service) and, with the config's text, the gatherer.
 pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
     anyhow::ensure!(o.shards >= 1, "at least one device shard");
     let manager_url = format!("http://venn-manager:{MANAGER_PORT}");
-    let mut items = Vec::new();
-
-    // Job configs, one TOML per job.
     let jobs: Vec<(String, &crate::config::LabJob)> = cfg
         .jobs
         .iter()
         .map(|j| (format!("job-{}", dns_label(&j.job.name)), j))
         .collect();
-    let mut data = BTreeMap::new();
-    for (svc, j) in &jobs {
-        data.insert(format!("{svc}.toml"), toml::to_string(&j.job)?);
-    }
-    if let Some(text) = &o.config_text {
-        data.insert("experiment.toml".into(), text.clone());
-    }
-    let cm_labels = labels(&cfg.name, "jobs");
-    items.push(serde_json::to_value(ConfigMap {
-        metadata: meta("venn-jobs", &cm_labels),
-        data: Some(data),
-        ..ConfigMap::default()
-    })?);
-
-    // The manager.
-    let m_labels = labels(&cfg.name, "manager");
-    let manager = manager_pod(cfg, o, &jobs);
-    let claim = PersistentVolumeClaim {
-        metadata: meta("data", &m_labels),
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([(
-                    "storage".into(),
-                    Quantity(o.manager_storage.clone()),
-                )])),
-                ..VolumeResourceRequirements::default()
-            }),
-            ..PersistentVolumeClaimSpec::default()
-        }),
-        ..PersistentVolumeClaim::default()
-    };
-    match o.engine {
-        Engine::Kubernetes => {
-            items.push(serde_json::to_value(StatefulSet {
-                metadata: meta("venn-manager", &m_labels),
-                spec: Some(StatefulSetSpec {
-                    replicas: Some(1),
-                    service_name: Some("venn-manager".into()),
-                    selector: selector(&m_labels),
-                    template: template("venn-manager", &m_labels, manager),
-                    volume_claim_templates: Some(vec![claim]),
-                    ..StatefulSetSpec::default()
-                }),
-                ..StatefulSet::default()
-            })?);
-            items.push(serde_json::to_value(service(
-                "venn-manager",
-                &m_labels,
-                MANAGER_PORT,
-            ))?);
-        }
-        Engine::Podman => {
-            // A claim of its own (podman makes it a named volume), mounted as the
-            // StatefulSet's claim template would be.
-            let mut claim = claim;
-            claim.metadata.name = Some(PODMAN_MANAGER_CLAIM.into());
-            items.push(serde_json::to_value(claim)?);
-            let mut spec = manager;
-            spec.volumes = Some(vec![Volume {
-                name: "data".into(),
-                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                    claim_name: PODMAN_MANAGER_CLAIM.into(),
-                    ..PersistentVolumeClaimVolumeSource::default()
-                }),
-                ..Volume::default()
-            }]);
-            items.push(pod("venn-manager", &m_labels, spec)?);
-        }
-    }
-
-    // The devices: shard K of N in pod K.
-    let dev_labels = labels(&cfg.name, "devices");
-    match o.engine {
-        Engine::Kubernetes => {
-            // Pod ordinal K is shard K of N.
-            items.push(serde_json::to_value(StatefulSet {
-                metadata: meta("venn-devices", &dev_labels),
-                spec: Some(StatefulSetSpec {
-                    replicas: Some(o.shards as i32),
-                    service_name: Some("venn-devices".into()),
-                    pod_management_policy: Some("Parallel".into()),
-                    selector: selector(&dev_labels),
-                    template: template(
-                        "venn-devices",
-                        &dev_labels,
-                        devices_pod(cfg, o, &manager_url, "${HOSTNAME##*-}"),
-                    ),
-                    ..StatefulSetSpec::default()
-                }),
-                ..StatefulSet::default()
-            })?);
-            // Headless: it gives pod K the name venn-devices-K.venn-devices, which the
-            // gatherer reads its counters at.
-            let mut devices_svc = service("venn-devices", &dev_labels, STATS_PORT);
-            if let Some(spec) = devices_svc.spec.as_mut() {
-                spec.cluster_ip = Some("None".into());
-            }
-            items.push(serde_json::to_value(devices_svc)?);
-        }
-        Engine::Podman => {
-            for k in 0..o.shards {
-                let spec = devices_pod(cfg, o, &manager_url, &k.to_string());
-                items.push(pod(&format!("venn-devices-{k}"), &dev_labels, spec)?);
-            }
-        }
-    }
-
-    // The jobs, each with the Service its devices reach it by.
+    let mut items = vec![jobs_config_map(cfg, o, &jobs)?];
+    items.extend(manager_objects(cfg, o, &jobs)?);
+    items.extend(device_objects(cfg, o, &manager_url)?);
     for (svc, j) in &jobs {
         let mut l = labels(&cfg.name, "job");
         l.insert("venn.dev/job".into(), svc.clone());
@@ -335,6 +227,136 @@ pub fn render(cfg: &LabConfig, o: &K8sOptions) -> anyhow::Result<Vec<Value>> {
         });
     }
     Ok(items)
+}
+
+/// The ConfigMap of job configs (one TOML per job) and the experiment's own TOML.
+fn jobs_config_map(
+    cfg: &LabConfig,
+    o: &K8sOptions,
+    jobs: &[(String, &crate::config::LabJob)],
+) -> anyhow::Result<Value> {
+    let mut data = BTreeMap::new();
+    for (svc, j) in jobs {
+        data.insert(format!("{svc}.toml"), toml::to_string(&j.job)?);
+    }
+    if let Some(text) = &o.config_text {
+        data.insert("experiment.toml".into(), text.clone());
+    }
+    let cm_labels = labels(&cfg.name, "jobs");
+    Ok(serde_json::to_value(ConfigMap {
+        metadata: meta("venn-jobs", &cm_labels),
+        data: Some(data),
+        ..ConfigMap::default()
+    })?)
+}
+
+/// The manager with its storage: a StatefulSet with a claim template and a Service, or
+/// under podman a named volume's claim and a Pod.
+fn manager_objects(
+    cfg: &LabConfig,
+    o: &K8sOptions,
+    jobs: &[(String, &crate::config::LabJob)],
+) -> anyhow::Result<Vec<Value>> {
+    let m_labels = labels(&cfg.name, "manager");
+    let manager = manager_pod(cfg, o, jobs);
+    let claim = PersistentVolumeClaim {
+        metadata: meta("data", &m_labels),
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([(
+                    "storage".into(),
+                    Quantity(o.manager_storage.clone()),
+                )])),
+                ..VolumeResourceRequirements::default()
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    };
+    Ok(match o.engine {
+        Engine::Kubernetes => vec![
+            serde_json::to_value(StatefulSet {
+                metadata: meta("venn-manager", &m_labels),
+                spec: Some(StatefulSetSpec {
+                    replicas: Some(1),
+                    service_name: Some("venn-manager".into()),
+                    selector: selector(&m_labels),
+                    template: template("venn-manager", &m_labels, manager),
+                    volume_claim_templates: Some(vec![claim]),
+                    ..StatefulSetSpec::default()
+                }),
+                ..StatefulSet::default()
+            })?,
+            serde_json::to_value(service("venn-manager", &m_labels, MANAGER_PORT))?,
+        ],
+        Engine::Podman => {
+            // A claim of its own (podman makes it a named volume), mounted as the
+            // StatefulSet's claim template would be.
+            let mut claim = claim;
+            claim.metadata.name = Some(PODMAN_MANAGER_CLAIM.into());
+            let mut spec = manager;
+            spec.volumes = Some(vec![Volume {
+                name: "data".into(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: PODMAN_MANAGER_CLAIM.into(),
+                    ..PersistentVolumeClaimVolumeSource::default()
+                }),
+                ..Volume::default()
+            }]);
+            vec![
+                serde_json::to_value(claim)?,
+                pod("venn-manager", &m_labels, spec)?,
+            ]
+        }
+    })
+}
+
+/// The device shards, shard K of N in pod K: a parallel StatefulSet with a headless
+/// Service, or under podman one Pod per shard.
+fn device_objects(
+    cfg: &LabConfig,
+    o: &K8sOptions,
+    manager_url: &str,
+) -> anyhow::Result<Vec<Value>> {
+    let dev_labels = labels(&cfg.name, "devices");
+    Ok(match o.engine {
+        Engine::Kubernetes => {
+            // Pod ordinal K is shard K of N.
+            let set = StatefulSet {
+                metadata: meta("venn-devices", &dev_labels),
+                spec: Some(StatefulSetSpec {
+                    replicas: Some(o.shards as i32),
+                    service_name: Some("venn-devices".into()),
+                    pod_management_policy: Some("Parallel".into()),
+                    selector: selector(&dev_labels),
+                    template: template(
+                        "venn-devices",
+                        &dev_labels,
+                        devices_pod(cfg, o, manager_url, "${HOSTNAME##*-}"),
+                    ),
+                    ..StatefulSetSpec::default()
+                }),
+                ..StatefulSet::default()
+            };
+            // Headless: it gives pod K the name venn-devices-K.venn-devices, which the
+            // gatherer reads its counters at.
+            let mut devices_svc = service("venn-devices", &dev_labels, STATS_PORT);
+            if let Some(spec) = devices_svc.spec.as_mut() {
+                spec.cluster_ip = Some("None".into());
+            }
+            vec![
+                serde_json::to_value(set)?,
+                serde_json::to_value(devices_svc)?,
+            ]
+        }
+        Engine::Podman => (0..o.shards)
+            .map(|k| {
+                let spec = devices_pod(cfg, o, manager_url, &k.to_string());
+                pod(&format!("venn-devices-{k}"), &dev_labels, spec)
+            })
+            .collect::<anyhow::Result<_>>()?,
+    })
 }
 
 /// The name of the manager's volume claim under podman (a named volume).

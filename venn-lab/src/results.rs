@@ -4,12 +4,12 @@
 use crate::config::LabConfig;
 use datasets::{Femnist, Located};
 use device_agent::agent::AgentStats;
-use fl_job::plot::{Series, accuracy_png_with};
 use fl_job::runner::{JobReport, RoundRow};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
 use venn_core::stats::TtaRule;
+use venn_plot::accuracy::{Series, accuracy_png_with};
 
 /// How one job went.
 #[derive(Debug, Clone, Serialize, Deserialize)]

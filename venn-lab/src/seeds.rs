@@ -18,9 +18,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use fl_job::plot::{IntervalColumn, Panel, Series, accuracy_grid_png, estimates_png};
 use serde::Serialize;
 use venn_core::stats::{Interval, TtaRule, mean_interval};
+use venn_plot::accuracy::{IntervalColumn, Panel, Series, accuracy_grid_png, estimates_png};
 
 use crate::results::{JobOutcome, LabResult};
 use crate::results::{paired, tail_accuracy};

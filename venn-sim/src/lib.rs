@@ -12,9 +12,9 @@
 //! - [`experiments`]: breakdowns of per-job results and the scheduler
 //!   overhead measurement behind the paper's tables and figures.
 //! - [`incentives`]: the misreporting check of posted-price admission.
-//! - [`plot`]: PNG line charts.
+//!
+//! PNG charts are the venn-plot crate's, shared with venn-lab and fl-job.
 
 pub mod engine;
 pub mod experiments;
 pub mod incentives;
-pub mod plot;

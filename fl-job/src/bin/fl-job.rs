@@ -9,9 +9,9 @@ use clap::{Parser, Subcommand};
 use datasets::{Femnist, WriterSet};
 use fl_job::bench::{bench_model, markdown};
 use fl_job::centralized::{CentralizedConfig, Point, run_centralized};
-use fl_job::plot::{Series, accuracy_png};
 use fl_task::{Backend, ModelKind, TrainConfig, weights};
 use indicatif::{ProgressBar, ProgressStyle};
+use venn_plot::accuracy::{Series, accuracy_png};
 
 /// Models, training and FedAvg for the Venn FL testbed (FEMNIST, Burn).
 #[derive(Parser)]
@@ -27,63 +27,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Train and inference samples/s, weight size and (de)serialisation time per model.
-    Bench {
-        /// Models to measure, e.g. resnet18:64 or mobilenet_v2:0.5.
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "resnet18:64,resnet18:16,mobilenet_v2:1.0,mobilenet_v2:0.5"
-        )]
-        models: Vec<ModelKind>,
-        /// Mini-batch size.
-        #[arg(long, default_value_t = 20)]
-        batch: usize,
-        /// Seconds spent timing each of training and inference per model.
-        #[arg(long, default_value_t = 8.0)]
-        seconds: f64,
-        /// Also write the run as JSON here (`BenchReport`, schema 1: backend, threads,
-        /// batch_size, seconds, and rows with the model as its spec, e.g. resnet18:16).
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Run the convolutions and BatchNorm on Burn's own ops instead of fl-job's CPU
-        /// kernels, to measure what the kernels gain.
-        #[arg(long)]
-        burn_ops: bool,
-    },
+    Bench(BenchArgs),
     /// Train on all writers' train data, test on their test data; write CSV + PNG.
-    Centralized {
-        /// The model, e.g. resnet18:16 or mobilenet_v2:0.5.
-        #[arg(long, default_value = "mobilenet_v2:0.5")]
-        model: ModelKind,
-        /// FEMNIST directory or a data directory holding femnist/. Default: $VENN_DATA,
-        /// else a downloaded set, else ../shared/data, else the subset built in.
-        #[arg(long)]
-        data: Option<PathBuf>,
-        /// Wall-time budget in minutes (checked after each evaluation).
-        #[arg(long, default_value_t = 30.0)]
-        budget_min: f64,
-        /// Stop after this many epochs.
-        #[arg(long, default_value_t = 10.0)]
-        max_epochs: f64,
-        /// Stop once test accuracy reaches this fraction (e.g. 0.85).
-        #[arg(long)]
-        stop_at: Option<f64>,
-        /// SGD steps between test evaluations.
-        #[arg(long, default_value_t = 500)]
-        eval_every: usize,
-        #[command(flatten)]
-        sgd: SgdArgs,
-        /// Shuffle seed.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Start from these weights (written by an earlier run's weights.bin) instead of a
-        /// fresh model, e.g. to continue at a lower learning rate.
-        #[arg(long)]
-        init: Option<PathBuf>,
-        /// Output directory for curve.csv, curve.png, summary.json and weights.bin.
-        #[arg(long, default_value = "results/centralized")]
-        out: PathBuf,
-    },
+    Centralized(CentralizedArgs),
     /// Run one FL job against a venn-manager: register, submit rounds, serve the plan and
     /// weights to assigned devices, aggregate, evaluate, append a CSV row per round.
     Run(RunArgs),
@@ -93,6 +39,68 @@ enum Cmd {
     /// fedavg.csv, init.f32 (the initial weights) for a PyTorch replay
     /// (fl-job/bench/fedavg_torch.py).
     Fedavg(FedavgArgs),
+}
+
+/// `fl-job bench`'s arguments.
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Models to measure, e.g. resnet18:64 or mobilenet_v2:0.5.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "resnet18:64,resnet18:16,mobilenet_v2:1.0,mobilenet_v2:0.5"
+    )]
+    models: Vec<ModelKind>,
+    /// Mini-batch size.
+    #[arg(long, default_value_t = 20)]
+    batch: usize,
+    /// Seconds spent timing each of training and inference per model.
+    #[arg(long, default_value_t = 8.0)]
+    seconds: f64,
+    /// Also write the run as JSON here (`BenchReport`, schema 1: backend, threads,
+    /// batch_size, seconds, and rows with the model as its spec, e.g. resnet18:16).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Run the convolutions and BatchNorm on Burn's own ops instead of fl-job's CPU
+    /// kernels, to measure what the kernels gain.
+    #[arg(long)]
+    burn_ops: bool,
+}
+
+/// `fl-job centralized`'s arguments.
+#[derive(clap::Args)]
+struct CentralizedArgs {
+    /// The model, e.g. resnet18:16 or mobilenet_v2:0.5.
+    #[arg(long, default_value = "mobilenet_v2:0.5")]
+    model: ModelKind,
+    /// FEMNIST directory or a data directory holding femnist/. Default: $VENN_DATA,
+    /// else a downloaded set, else ../shared/data, else the subset built in.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Wall-time budget in minutes (checked after each evaluation).
+    #[arg(long, default_value_t = 30.0)]
+    budget_min: f64,
+    /// Stop after this many epochs.
+    #[arg(long, default_value_t = 10.0)]
+    max_epochs: f64,
+    /// Stop once test accuracy reaches this fraction (e.g. 0.85).
+    #[arg(long)]
+    stop_at: Option<f64>,
+    /// SGD steps between test evaluations.
+    #[arg(long, default_value_t = 500)]
+    eval_every: usize,
+    #[command(flatten)]
+    sgd: SgdArgs,
+    /// Shuffle seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Start from these weights (written by an earlier run's weights.bin) instead of a
+    /// fresh model, e.g. to continue at a lower learning rate.
+    #[arg(long)]
+    init: Option<PathBuf>,
+    /// Output directory for curve.csv, curve.png, summary.json and weights.bin.
+    #[arg(long, default_value = "results/centralized")]
+    out: PathBuf,
 }
 
 /// The SGD settings `centralized` and `fedavg` share.
@@ -389,146 +397,163 @@ fn main() -> anyhow::Result<()> {
     };
     let device = cli.backend.device();
     match cmd {
-        Cmd::Bench {
-            models,
-            batch,
-            seconds,
-            json,
-            burn_ops,
-        } => {
-            fl_task::set_cpu_kernels(!burn_ops);
-            // Only the flex backend has fl-job's kernels; the others always run Burn's ops.
-            let ours = !burn_ops && matches!(cli.backend, fl_task::Backend::Flex);
-            let kernels = if ours { "fl-job" } else { "burn" };
-            let bar = ProgressBar::new(models.len() as u64).with_style(
-                ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")?,
-            );
-            let mut rows = Vec::new();
-            for kind in models {
-                bar.set_message(kind.to_string());
-                let row = bench_model(kind, batch, Duration::from_secs_f64(seconds), &device)?;
-                tracing::info!(?row, "measured");
-                rows.push(row);
-                bar.inc(1);
-            }
-            bar.finish_and_clear();
-            let isa = fl_task::model::kernel_isa();
-            println!(
-                "backend: {}, kernels: {kernels} ({isa}), batch {batch}, rayon threads: {}",
-                cli.backend,
-                rayon_threads()
-            );
-            print!("{}", markdown(&rows));
-            if let Some(path) = json {
-                let report = fl_job::bench::BenchReport {
-                    schema: fl_job::bench::BENCH_SCHEMA,
-                    backend: cli.backend.to_string(),
-                    kernels: kernels.into(),
-                    isa: isa.into(),
-                    threads: rayon_threads(),
-                    batch_size: batch,
-                    seconds,
-                    rows,
-                };
-                std::fs::write(&path, serde_json::to_string_pretty(&report)?)
-                    .with_context(|| format!("writing {}", path.display()))?;
-            }
-        }
-        Cmd::Centralized {
-            model,
-            data,
-            budget_min,
-            max_epochs,
-            stop_at,
-            eval_every,
-            sgd,
-            seed,
-            init,
-            out,
-        } => {
-            let femnist = Femnist::open(data.as_deref(), WriterSet::Main)?;
-            let stats = femnist.stats();
-            tracing::info!(?stats, "loaded");
-            let cfg = CentralizedConfig {
-                model,
-                train: TrainConfig {
-                    seed,
-                    ..sgd.train_config()
-                },
-                budget: Duration::from_secs_f64(budget_min * 60.0),
-                max_epochs,
-                eval_every,
-                stop_at,
-            };
-            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-            let csv_path = out.join("curve.csv");
-            let mut csv = csv::Writer::from_path(&csv_path)?;
-            let bar = ProgressBar::new_spinner().with_style(ProgressStyle::with_template(
-                "{spinner} step {pos} [{elapsed}] {msg}",
-            )?);
-            let mut csv_err = None;
-            let initial = match &init {
-                Some(path) => {
-                    let bytes = std::fs::read(path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    Some(weights::load(model, &bytes, &device)?)
-                }
-                None => None,
-            };
-            let (trained, points) = run_centralized(
-                &femnist,
-                &cfg,
-                initial,
-                &device,
-                |s| bar.set_position(s as u64),
-                |p: &Point| {
-                    tracing::info!(
-                        minutes = format!("{:.1}", p.wall_s / 60.0),
-                        epoch = format!("{:.2}", p.epoch),
-                        train_loss = format!("{:.3}", p.train_loss),
-                        test_acc = format!("{:.4}", p.test_accuracy),
-                        "eval"
-                    );
-                    bar.set_message(format!("test acc {:.2} %", p.test_accuracy * 100.0));
-                    if let Err(e) = csv.serialize(p).and_then(|_| Ok(csv.flush()?)) {
-                        csv_err.get_or_insert(e);
-                    }
-                },
-            )?;
-            bar.finish_and_clear();
-            if let Some(e) = csv_err {
-                return Err(e).context("writing curve.csv");
-            }
-            let series = Series::new(
-                model.to_string(),
-                points
-                    .iter()
-                    .map(|p| (p.wall_s / 60.0, p.test_accuracy * 100.0))
-                    .collect(),
-            );
-            let title = format!("FEMNIST centralized, {model}");
-            accuracy_png(&out.join("curve.png"), &title, &[series])?;
-            std::fs::write(out.join("weights.bin"), weights::to_bytes(model, &trained)?)?;
-            let last = points.last().context("no evaluation ran")?;
-            let best = points.iter().map(|p| p.test_accuracy).fold(0.0, f64::max);
-            let summary = serde_json::json!({
-                "model": model.to_string(),
-                "backend": cli.backend.to_string(),
-                "rayon_threads": rayon_threads(),
-                "data": stats,
-                "config": cfg,
-                "init": init,
-                "final": last,
-                "best_test_accuracy": best,
-            });
-            std::fs::write(
-                out.join("summary.json"),
-                serde_json::to_string_pretty(&summary)?,
-            )?;
-            println!("{summary}");
-        }
+        Cmd::Bench(a) => run_bench(cli.backend, &device, a),
+        Cmd::Centralized(a) => run_centralized_cmd(cli.backend, &device, a),
         Cmd::Run(_) | Cmd::Fedavg(_) => unreachable!("handled above"),
     }
+}
+
+/// `fl-job bench`: training and inference throughput per model, as a table (and JSON).
+fn run_bench(
+    backend: fl_task::Backend,
+    device: &burn::tensor::Device,
+    a: BenchArgs,
+) -> anyhow::Result<()> {
+    let BenchArgs {
+        models,
+        batch,
+        seconds,
+        json,
+        burn_ops,
+    } = a;
+    fl_task::set_cpu_kernels(!burn_ops);
+    // Only the flex backend has fl-job's kernels; the others always run Burn's ops.
+    let ours = !burn_ops && matches!(backend, fl_task::Backend::Flex);
+    let kernels = if ours { "fl-job" } else { "burn" };
+    let bar = ProgressBar::new(models.len() as u64).with_style(ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} {msg} [{elapsed}]",
+    )?);
+    let mut rows = Vec::new();
+    for kind in models {
+        bar.set_message(kind.to_string());
+        let row = bench_model(kind, batch, Duration::from_secs_f64(seconds), device)?;
+        tracing::info!(?row, "measured");
+        rows.push(row);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let isa = fl_task::model::kernel_isa();
+    println!(
+        "backend: {}, kernels: {kernels} ({isa}), batch {batch}, rayon threads: {}",
+        backend,
+        rayon_threads()
+    );
+    print!("{}", markdown(&rows));
+    if let Some(path) = json {
+        let report = fl_job::bench::BenchReport {
+            schema: fl_job::bench::BENCH_SCHEMA,
+            backend: backend.to_string(),
+            kernels: kernels.into(),
+            isa: isa.into(),
+            threads: rayon_threads(),
+            batch_size: batch,
+            seconds,
+            rows,
+        };
+        std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `fl-job centralized`: one model on the pooled training writers, evaluated as it goes.
+fn run_centralized_cmd(
+    backend: fl_task::Backend,
+    device: &burn::tensor::Device,
+    a: CentralizedArgs,
+) -> anyhow::Result<()> {
+    let CentralizedArgs {
+        model,
+        data,
+        budget_min,
+        max_epochs,
+        stop_at,
+        eval_every,
+        sgd,
+        seed,
+        init,
+        out,
+    } = a;
+    let femnist = Femnist::open(data.as_deref(), WriterSet::Main)?;
+    let stats = femnist.stats();
+    tracing::info!(?stats, "loaded");
+    let cfg = CentralizedConfig {
+        model,
+        train: TrainConfig {
+            seed,
+            ..sgd.train_config()
+        },
+        budget: Duration::from_secs_f64(budget_min * 60.0),
+        max_epochs,
+        eval_every,
+        stop_at,
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let csv_path = out.join("curve.csv");
+    let mut csv = csv::Writer::from_path(&csv_path)?;
+    let bar = ProgressBar::new_spinner().with_style(ProgressStyle::with_template(
+        "{spinner} step {pos} [{elapsed}] {msg}",
+    )?);
+    let mut csv_err = None;
+    let initial = match &init {
+        Some(path) => {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(weights::load(model, &bytes, device)?)
+        }
+        None => None,
+    };
+    let (trained, points) = run_centralized(
+        &femnist,
+        &cfg,
+        initial,
+        device,
+        |s| bar.set_position(s as u64),
+        |p: &Point| {
+            tracing::info!(
+                minutes = format!("{:.1}", p.wall_s / 60.0),
+                epoch = format!("{:.2}", p.epoch),
+                train_loss = format!("{:.3}", p.train_loss),
+                test_acc = format!("{:.4}", p.test_accuracy),
+                "eval"
+            );
+            bar.set_message(format!("test acc {:.2} %", p.test_accuracy * 100.0));
+            if let Err(e) = csv.serialize(p).and_then(|_| Ok(csv.flush()?)) {
+                csv_err.get_or_insert(e);
+            }
+        },
+    )?;
+    bar.finish_and_clear();
+    if let Some(e) = csv_err {
+        return Err(e).context("writing curve.csv");
+    }
+    let series = Series::new(
+        model.to_string(),
+        points
+            .iter()
+            .map(|p| (p.wall_s / 60.0, p.test_accuracy * 100.0))
+            .collect(),
+    );
+    let title = format!("FEMNIST centralized, {model}");
+    accuracy_png(&out.join("curve.png"), &title, &[series])?;
+    std::fs::write(out.join("weights.bin"), weights::to_bytes(model, &trained)?)?;
+    let last = points.last().context("no evaluation ran")?;
+    let best = points.iter().map(|p| p.test_accuracy).fold(0.0, f64::max);
+    let summary = serde_json::json!({
+        "model": model.to_string(),
+        "backend": backend.to_string(),
+        "rayon_threads": rayon_threads(),
+        "data": stats,
+        "config": cfg,
+        "init": init,
+        "final": last,
+        "best_test_accuracy": best,
+    });
+    std::fs::write(
+        out.join("summary.json"),
+        serde_json::to_string_pretty(&summary)?,
+    )?;
+    println!("{summary}");
     Ok(())
 }
 

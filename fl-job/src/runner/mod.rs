@@ -1,12 +1,14 @@
-//! One live FL job against a `venn-manager`: register, then per round submit a request
-//! (over-committed), serve the plan and global weights to assigned devices, accept
-//! updates, close the round at `min_response_fraction × target` results (or abort at the
-//! deadline and retry), aggregate, evaluate on held-out data, and append a CSV row. The
+//! One live FL job against a `venn-manager`: register, then per round (`rounds.rs`)
+//! submit a request (over-committed), serve the plan and global weights to assigned
+//! devices (`server.rs`), accept updates, aggregate at `min_response_fraction × target`
+//! results or at the deadline, have the manager judge the round by venn-core's close rule
+//! (an abort is retried), evaluate on held-out data, and append a CSV row (`report.rs`). The
 //! rows so far are also served at `GET /v1/results`; with [`RunOptions::linger`] the job
 //! keeps serving them after it ends until a collector has read them.
 
 mod config;
 mod report;
+mod rounds;
 mod server;
 
 pub use config::JobConfig;
@@ -19,11 +21,10 @@ use fl_task::task::{FlTask, ServerState};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use venn_api::client::{JobSession, ManagerClient};
-use venn_api::manager::{RegisterJob, RoundMetrics, SubmitRound};
-use venn_core::{RoundOutcome, TaskCost};
+use venn_api::client::ManagerClient;
+use venn_api::manager::RegisterJob;
+use venn_core::TaskCost;
 
 /// Where the job runs and reports.
 #[derive(Debug, Clone)]
@@ -147,17 +148,15 @@ pub async fn run_job(
     });
     let mut report = JobReport::new(&cfg.name, api.job_id, registered, opts.csv.clone())?;
     let mut server_state = ServerState::default();
-    let mut result = rounds_loop(
-        &cfg,
-        &task,
-        &test,
-        &shared,
-        &api,
-        &opts,
-        &mut report,
-        &mut server_state,
-    )
-    .await;
+    let rounds = rounds::Rounds {
+        cfg: &cfg,
+        task: &task,
+        test: &test,
+        shared: &shared,
+        api: &api,
+        opts: &opts,
+    };
+    let mut result = rounds.run(&mut report, &mut server_state).await;
     if result.is_ok() {
         result = api.finish().await.map_err(JobError::from);
     }
@@ -191,199 +190,6 @@ pub async fn run_job(
     }
     server.abort();
     result.map(|()| report)
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn rounds_loop(
-    cfg: &JobConfig,
-    task: &Arc<dyn FlTask>,
-    test: &Arc<Samples>,
-    shared: &Arc<JobShared>,
-    api: &JobSession,
-    opts: &RunOptions,
-    report: &mut JobReport,
-    server_state: &mut ServerState,
-) -> Result<(), JobError> {
-    let needed = cfg.needed() as usize;
-    for r in 0..cfg.rounds {
-        let mut attempts = 0;
-        let (updates, status) = loop {
-            attempts += 1;
-            shared.submitting.store(true, Ordering::SeqCst);
-            let sub = api
-                .submit_round(&SubmitRound {
-                    demand: cfg.demand(),
-                    deadline_s: cfg.deadline_s,
-                    min_response_fraction: cfg.min_response_fraction,
-                    close_at: Some(needed as u32),
-                })
-                .await;
-            let opened = {
-                let mut slot = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-                shared.submitting.store(false, Ordering::SeqCst);
-                sub.inspect(|sub| {
-                    *slot = Some(OpenSlot {
-                        round: sub.round,
-                        seed: cfg
-                            .seed
-                            .wrapping_mul(1_000_003)
-                            .wrapping_add(u64::from(sub.round) * 7919 + u64::from(sub.attempt)),
-                        accepted: Vec::new(),
-                        verified: Default::default(),
-                        uploaded: Default::default(),
-                    });
-                })
-            };
-            // Devices waiting for this round learn either way (on failure: refused).
-            shared.opened.notify_waiters();
-            let sub = opened?;
-            let deadline = tokio::time::Instant::now()
-                + Duration::from_secs_f64((sub.deadline - epoch_now()).max(0.0));
-            // Wait for `needed` accepted updates or the deadline, whichever comes first.
-            loop {
-                let notified = shared.notify.notified();
-                let have = shared
-                    .slot
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .as_ref()
-                    .map_or(0, |s| s.accepted.len());
-                if have >= needed || tokio::time::timeout_at(deadline, notified).await.is_err() {
-                    break;
-                }
-            }
-            let slot = {
-                let mut g = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-                shared.closed.fetch_add(1, Ordering::SeqCst);
-                g.take()
-            };
-            // Aggregate what arrived, then let the manager judge the round by venn-core's
-            // close rule with the updates that could be combined: a success at `needed`,
-            // else (at the deadline) the authors' rule with the devices it dispatched. A
-            // round whose updates cannot be combined into a finite model is aborted and
-            // retried like one that missed its deadline, so one bad device cannot end the
-            // job.
-            let aggregated = match slot.filter(|s| !s.accepted.is_empty()) {
-                Some(s) => match aggregate_checked(task, shared, s.accepted, server_state).await {
-                    Ok(a) => Some(a),
-                    Err(e) => {
-                        tracing::warn!(job = api.job_id, round = r, error = %e, "aggregation failed");
-                        None
-                    }
-                },
-                None => None,
-            };
-            let status = match &aggregated {
-                Some(a) => {
-                    api.close_round_judged(sub.round, a.participants as u32)
-                        .await?
-                }
-                None => api.close_round(sub.round, RoundOutcome::Abort).await?,
-            };
-            let aggregated = aggregated.filter(|_| status.outcome == Some(RoundOutcome::Success));
-            if let Some(a) = aggregated {
-                break (a, status);
-            }
-            tracing::warn!(
-                job = api.job_id,
-                round = r,
-                attempts,
-                "round aborted (deadline missed or aggregation failed); retrying"
-            );
-            if attempts >= cfg.max_attempts {
-                return Err(JobError::Manager(format!(
-                    "round {r} failed {attempts} times"
-                )));
-            }
-        };
-        let Aggregated {
-            global: new_global,
-            state,
-            participants,
-        } = updates;
-        *server_state = state;
-        let new_global = Arc::new(new_global);
-        *shared.global.lock().unwrap_or_else(|e| e.into_inner()) = new_global.clone();
-        let (t, te) = (task.clone(), test.clone());
-        let eval = tokio::task::spawn_blocking(move || t.evaluate(&new_global, te.view()))
-            .await
-            .map_err(|e| JobError::config(e.to_string()))??;
-        let mut row = RoundRow {
-            participants: participants as u32,
-            stragglers: status.assigned.saturating_sub(participants as u32),
-            scheduling_delay_s: status.scheduling_delay_s,
-            response_collection_s: match (status.fulfilled_at, status.closed_at) {
-                (Some(f), Some(c)) => (c - f).max(0.0),
-                _ => 0.0,
-            },
-            ..RoundRow::unevaluated(opts.t0.elapsed().as_secs_f64(), r, attempts)
-        };
-        row.set_eval(&eval);
-        tracing::info!(
-            job = api.job_id,
-            round = r,
-            accuracy = row.accuracy,
-            participants,
-            "round aggregated"
-        );
-        // Evaluation ran after the close (it is not response collection): the metrics
-        // follow in a repeated close, for the manager's status page. Losing them loses
-        // nothing the job needs.
-        let metrics = RoundMetrics {
-            accuracy: Some(eval.accuracy).filter(|a| a.is_finite()),
-            loss: Some(eval.loss).filter(|l| l.is_finite() && *l >= 0.0),
-            participants: Some(row.participants),
-            eval_samples: Some(row.eval_samples).filter(|n| *n > 0),
-        };
-        if let Err(e) = api
-            .close_round_with(status.round, RoundOutcome::Success, Some(metrics))
-            .await
-        {
-            tracing::warn!(job = api.job_id, round = r, error = %e, "round metrics not recorded");
-        }
-        report.push(row.clone())?;
-        shared.update_results(|r| r.rounds.push(row));
-        if cfg.target_accuracy.is_some_and(|a| eval.accuracy >= a) {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// A round's next global model, before it is installed.
-struct Aggregated {
-    global: Vec<u8>,
-    state: ServerState,
-    participants: usize,
-}
-
-/// The task's aggregation of `updates` on a copy of the server state, with the result
-/// checked like an upload (the task's own tensors, all finite): a failure leaves the
-/// global model and the state as they were.
-async fn aggregate_checked(
-    task: &Arc<dyn FlTask>,
-    shared: &Arc<JobShared>,
-    updates: Vec<(Vec<u8>, u64)>,
-    state: &ServerState,
-) -> Result<Aggregated, JobError> {
-    let global = shared
-        .global
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    let (t, mut state) = (task.clone(), state.clone());
-    tokio::task::spawn_blocking(move || {
-        let g = t.aggregate(&global, &updates, &mut state)?;
-        t.check_update(&g)
-            .map_err(|e| JobError::fedavg(format!("the new global model: {e}")))?;
-        Ok(Aggregated {
-            global: g,
-            state,
-            participants: updates.len(),
-        })
-    })
-    .await
-    .map_err(|e| JobError::config(e.to_string()))?
 }
 
 /// Sleeps until an admitted job's planned launch: the manager assigns it no device

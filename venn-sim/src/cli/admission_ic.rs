@@ -17,11 +17,11 @@ use std::path::PathBuf;
 use venn_core::PolicyKind;
 
 use anyhow::Context;
+use venn_plot::lines::{Series, line_chart};
 use venn_sim::engine::SimResult;
 use venn_sim::engine::admission::{AdmissionMode, Misreport};
 use venn_sim::incentives::slot_model::{self, Instance};
 use venn_sim::incentives::{IcCase, summarize, targets, utility};
-use venn_sim::plot::{Series, line_chart};
 
 use super::common::{InputArgs, Inputs, SimArgs, Task, run_all};
 

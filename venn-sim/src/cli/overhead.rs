@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use venn_core::PolicyKind;
 
+use venn_plot::lines::{Series, line_chart};
 use venn_sim::experiments::measure_overhead;
-use venn_sim::plot::{Series, line_chart};
 
 /// Options of `overhead`.
 #[derive(Debug, clap::Args)]

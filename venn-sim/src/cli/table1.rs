@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use venn_core::PolicyKind;
 
-use venn_sim::engine::SimResult;
+use venn_sim::engine::{SimInput, SimResult};
 
 use super::common::{Average, InputArgs, Inputs, SimArgs, Task, run_all, secs};
 
@@ -84,6 +84,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .iter()
         .map(|w| inputs.workload(w, None))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let all = policies_to_run(&args);
+    let (tasks, keys) = plan_runs(&args, &wl_inputs, &all)?;
+    let results = run_all(tasks, args.sim.threads())?;
+    let mut runs = Runs {
+        seeds: args.seeds,
+        by_key: BTreeMap::new(),
+    };
+    // In run order, so a workload listed twice keeps its last runs.
+    runs.by_key.extend(keys.into_iter().zip(&results));
+    if args.json {
+        println!("{}", speedups_json(&args, &runs)?);
+        return Ok(());
+    }
+    print_speedup_tables(&args, &runs);
+    print_jct_table(&args, &runs, &all);
+    Ok(())
+}
+
+/// The baselines, then the policies that are not among them.
+fn policies_to_run(args: &Args) -> Vec<String> {
     let mut all = args.baselines.clone();
     all.extend(
         args.policies
@@ -92,11 +112,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .cloned()
             .collect::<Vec<_>>(),
     );
+    all
+}
+
+/// Which run a result belongs to: workload, policy, seed.
+type RunKey = (String, String, u64);
+
+/// One run per workload, seed and policy, with each run's key in the same order.
+fn plan_runs<'a>(
+    args: &Args,
+    wl_inputs: &'a [SimInput],
+    all: &[String],
+) -> anyhow::Result<(Vec<Task<'a>>, Vec<RunKey>)> {
     let mut tasks = Vec::new();
     let mut keys = Vec::new();
-    for (w, input) in args.workloads.iter().zip(&wl_inputs) {
+    for (w, input) in args.workloads.iter().zip(wl_inputs) {
         for seed in 0..args.seeds {
-            for p in &all {
+            for p in all {
                 tasks.push(Task {
                     label: format!("{w} {p} s{seed}"),
                     input,
@@ -108,33 +140,44 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     }
-    let results = run_all(tasks, args.sim.threads())?;
-    let mut by_key: BTreeMap<(String, String, u64), &SimResult> = BTreeMap::new();
-    for (k, r) in keys.into_iter().zip(&results) {
-        by_key.insert(k, r);
+    Ok((tasks, keys))
+}
+
+/// The finished runs by workload, policy and seed.
+struct Runs<'a> {
+    seeds: u64,
+    by_key: BTreeMap<RunKey, &'a SimResult>,
+}
+
+impl Runs<'_> {
+    fn get(&self, w: &str, p: &str, s: u64) -> &SimResult {
+        self.by_key[&(w.to_string(), p.to_string(), s)]
     }
-    let get = |w: &str, p: &str, s: u64| by_key[&(w.to_string(), p.to_string(), s)];
-    let speedups = |w: &str, base: &str, p: &str, avg: Average| -> Vec<f64> {
-        (0..args.seeds)
-            .map(|s| avg.of(get(w, base, s)) / avg.of(get(w, p, s)))
+
+    /// Per seed, `base`'s average JCT over `p`'s on workload `w`.
+    fn speedups(&self, w: &str, base: &str, p: &str, avg: Average) -> Vec<f64> {
+        (0..self.seeds)
+            .map(|s| avg.of(self.get(w, base, s)) / avg.of(self.get(w, p, s)))
             .collect()
-    };
-    if args.json {
-        let mut json = serde_json::Map::new();
-        for w in &args.workloads {
-            let mut row = serde_json::Map::new();
-            for p in &args.policies {
-                let (m, _) = mean_sd(&speedups(w, &args.baselines[0], p, args.average));
-                row.insert(p.clone(), serde_json::json!((m * 1000.0).round() / 1000.0));
-            }
-            json.insert(w.clone(), serde_json::Value::Object(row));
-        }
-        println!(
-            "{}",
-            serde_json::to_string(&serde_json::Value::Object(json))?
-        );
-        return Ok(());
     }
+}
+
+/// `{"workload": {"policy": speedup}}`: seed means over the first baseline.
+fn speedups_json(args: &Args, runs: &Runs<'_>) -> anyhow::Result<String> {
+    let mut json = serde_json::Map::new();
+    for w in &args.workloads {
+        let mut row = serde_json::Map::new();
+        for p in &args.policies {
+            let (m, _) = mean_sd(&runs.speedups(w, &args.baselines[0], p, args.average));
+            row.insert(p.clone(), serde_json::json!((m * 1000.0).round() / 1000.0));
+        }
+        json.insert(w.clone(), serde_json::Value::Object(row));
+    }
+    Ok(serde_json::to_string(&serde_json::Value::Object(json))?)
+}
+
+/// Per baseline and kind of average, the speed-up table with the paper's figures.
+fn print_speedup_tables(args: &Args, runs: &Runs<'_>) {
     for base in &args.baselines {
         for avg in [Average::Censored, Average::Finished] {
             println!(
@@ -147,43 +190,53 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             println!(" {:>20}", format!("{base} avg JCT s"));
             for w in &args.workloads {
-                print!("{w:<8}");
-                for p in &args.policies {
-                    let (m, sd) = mean_sd(&speedups(w, base, p, avg));
-                    let pp = if base == "random" {
-                        paper(w, p)
-                    } else {
-                        String::new()
-                    };
-                    // A finished-only average is undefined when no job finished.
-                    let cell = if m.is_finite() && m > 0.0 {
-                        format!("{m:.2}±{sd:.2}x")
-                    } else {
-                        "n/a".to_string()
-                    };
-                    print!(" {:>15} {:>6}", cell, pp);
-                }
-                let b: Vec<f64> = (0..args.seeds).map(|s| avg.of(get(w, base, s))).collect();
-                println!(" {:>20.0}", mean_sd(&b).0);
+                print_speedup_row(args, runs, w, base, avg);
             }
         }
     }
+}
+
+fn print_speedup_row(args: &Args, runs: &Runs<'_>, w: &str, base: &str, avg: Average) {
+    print!("{w:<8}");
+    for p in &args.policies {
+        let (m, sd) = mean_sd(&runs.speedups(w, base, p, avg));
+        let pp = if base == "random" {
+            paper(w, p)
+        } else {
+            String::new()
+        };
+        // A finished-only average is undefined when no job finished.
+        let cell = if m.is_finite() && m > 0.0 {
+            format!("{m:.2}±{sd:.2}x")
+        } else {
+            "n/a".to_string()
+        };
+        print!(" {:>15} {:>6}", cell, pp);
+    }
+    let b: Vec<f64> = (0..args.seeds)
+        .map(|s| avg.of(runs.get(w, base, s)))
+        .collect();
+    println!(" {:>20.0}", mean_sd(&b).0);
+}
+
+/// Average JCT and jobs finished per workload and policy, over seeds.
+fn print_jct_table(args: &Args, runs: &Runs<'_>, all: &[String]) {
     println!(
         "\naverage JCT in seconds (mean over seeds; censored: unfinished jobs up to the horizon; finished jobs / all in brackets)"
     );
     print!("{:<8}", "workload");
-    for p in &all {
+    for p in all {
         print!(" {:>26}", p);
     }
     println!();
     for w in &args.workloads {
         print!("{w:<8}");
-        for p in &all {
+        for p in all {
             let c: Vec<f64> = (0..args.seeds)
-                .map(|s| get(w, p, s).summary.avg_jct_s)
+                .map(|s| runs.get(w, p, s).summary.avg_jct_s)
                 .collect();
             let f: Vec<f64> = (0..args.seeds)
-                .map(|s| get(w, p, s).summary.finished as f64)
+                .map(|s| runs.get(w, p, s).summary.finished as f64)
                 .collect();
             print!(
                 " {:>26}",
@@ -191,11 +244,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "{} [{:.1}/{}]",
                     secs(mean_sd(&c).0),
                     mean_sd(&f).0,
-                    get(w, p, 0).summary.jobs
+                    runs.get(w, p, 0).summary.jobs
                 )
             );
         }
         println!();
     }
-    Ok(())
 }

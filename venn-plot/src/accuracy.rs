@@ -1,34 +1,12 @@
-//! Accuracy-versus-time curves as PNG.
-//!
-//! Text needs a font registered from bytes (plotters' `ab_glyph`). No font is embedded in
-//! the repository; DejaVu Sans is loaded from the system when present, otherwise the plot
-//! is drawn with axes, grid and curves but no text.
+//! Accuracy-versus-time curves as PNG: single charts, grids of panels, and estimates with
+//! their intervals. Text only where a font exists (`font.rs`).
 
 use std::path::Path;
 
 use plotters::prelude::*;
 
-use fl_task::FlError;
-
-/// Where DejaVu Sans usually lives on Debian/Ubuntu.
-const FONT_PATHS: [&str; 2] = [
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-];
-
-/// Register a system font as "sans-serif" once; whether text can be drawn.
-fn font_available() -> bool {
-    static FONT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FONT.get_or_init(|| {
-        FONT_PATHS.iter().any(|p| {
-            std::fs::read(p).is_ok_and(|bytes| {
-                // Leaked once per process: plotters keeps fonts for the program's lifetime.
-                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok()
-            })
-        })
-    })
-}
+use crate::PlotError;
+use crate::font::fonts_available;
 
 /// One curve: a name and (minutes, accuracy %) points, with an optional band (a 95 %
 /// interval per point, drawn as a shaded area behind the curve).
@@ -74,7 +52,7 @@ fn band_polygons(band: &[(f64, f64, f64)]) -> Vec<Vec<(f64, f64)>> {
 }
 
 /// Draw test accuracy (%) against wall time (minutes) for `series` into `path`.
-pub fn accuracy_png(path: &Path, title: &str, series: &[Series]) -> Result<(), FlError> {
+pub fn accuracy_png(path: &Path, title: &str, series: &[Series]) -> Result<(), PlotError> {
     accuracy_png_with(path, title, "wall time (minutes)", series)
 }
 
@@ -84,8 +62,11 @@ pub fn accuracy_png_with(
     title: &str,
     x_desc: &str,
     series: &[Series],
-) -> Result<(), FlError> {
-    let err = |e: String| FlError::Config(format!("plot {}: {e}", path.display()));
+) -> Result<(), PlotError> {
+    let err = |what: String| PlotError {
+        path: path.display().to_string(),
+        what,
+    };
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     let panel = Panel {
@@ -111,8 +92,11 @@ pub fn accuracy_grid_png(
     x_desc: &str,
     columns: usize,
     panels: &[Panel],
-) -> Result<(), FlError> {
-    let err = |e: String| FlError::Config(format!("plot {}: {e}", path.display()));
+) -> Result<(), PlotError> {
+    let err = |what: String| PlotError {
+        path: path.display().to_string(),
+        what,
+    };
     let columns = columns.clamp(1, panels.len().max(1));
     let rows = panels.len().div_ceil(columns).max(1);
     let all: Vec<Series> = panels.iter().flat_map(|p| p.series.clone()).collect();
@@ -178,7 +162,7 @@ fn draw_panel(
     x_max: f64,
     style: &Style,
 ) -> Result<(), String> {
-    let text = font_available();
+    let text = fonts_available();
     let mut builder = ChartBuilder::on(area);
     builder
         .margin(style.margin)
@@ -288,8 +272,11 @@ pub fn estimates_png(
     title: &str,
     y_desc: &str,
     columns: &[IntervalColumn],
-) -> Result<(), FlError> {
-    let err = |e: String| FlError::Config(format!("plot {}: {e}", path.display()));
+) -> Result<(), PlotError> {
+    let err = |what: String| PlotError {
+        path: path.display().to_string(),
+        what,
+    };
     let y_max = columns
         .iter()
         .flat_map(|c| c.values.iter().copied().chain([c.hi, c.mean]))
@@ -300,7 +287,7 @@ pub fn estimates_png(
     let n = columns.len().max(1);
     let root = BitMapBackend::new(path, ((140 * n as u32).max(420), 360)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let text = font_available();
+    let text = fonts_available();
     let mut builder = ChartBuilder::on(&root);
     builder
         .margin(20)

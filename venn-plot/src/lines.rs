@@ -1,50 +1,12 @@
-//! PNG line charts via `plotters`, with text only when a system font exists.
-//!
-//! `plotters` draws text through `ab_glyph`, which needs a font registered
-//! from bytes. We look for a TrueType font in the usual system places (or
-//! `$VENN_PLOT_FONT`); machines without one (some CI images) still get the
-//! chart, drawn without captions, axis labels or legend.
+//! Line charts (several named series against one x axis) as PNG: the simulator's sweeps,
+//! overhead and admission plots.
 
 use std::path::Path;
-use std::sync::OnceLock;
 
 use plotters::prelude::*;
-use plotters::style::FontStyle;
 
-/// Where we look for a font, first hit wins.
-const FONT_CANDIDATES: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/usr/share/fonts/liberation/LiberationSans-Regular.ttf",
-    "/System/Library/Fonts/Supplemental/Arial.ttf",
-    "C:\\Windows\\Fonts\\arial.ttf",
-];
-
-/// Registers a system font once per process; returns whether text can be drawn.
-pub fn fonts_available() -> bool {
-    static OK: OnceLock<bool> = OnceLock::new();
-    *OK.get_or_init(|| {
-        let env = std::env::var("VENN_PLOT_FONT").ok();
-        let paths = env
-            .iter()
-            .map(String::as_str)
-            .chain(FONT_CANDIDATES.iter().copied());
-        for p in paths {
-            if let Ok(bytes) = std::fs::read(p) {
-                // The registry wants 'static bytes; one font per process.
-                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-                    tracing::debug!(font = p, "registered plot font");
-                    return true;
-                }
-            }
-        }
-        tracing::warn!("no TrueType font found; plots are drawn without text (set VENN_PLOT_FONT)");
-        false
-    })
-}
+use crate::PlotError;
+use crate::font::fonts_available;
 
 /// One line of a chart.
 #[derive(Clone, Debug)]
@@ -53,16 +15,6 @@ pub struct Series {
     pub name: String,
     /// Points, in x order.
     pub points: Vec<(f64, f64)>,
-}
-
-/// Why a chart could not be drawn.
-#[derive(Debug, thiserror::Error)]
-#[error("plot {path}: {what}")]
-pub struct PlotError {
-    /// The file.
-    pub path: String,
-    /// What went wrong.
-    pub what: String,
 }
 
 fn span(v: impl Iterator<Item = f64>) -> (f64, f64) {

@@ -36,6 +36,8 @@
 //! - [`attack`]: hostile clients against a `venn-manager` process (`venn-lab attack`).
 //! - `k8s` (cargo feature `k8s`): an experiment as Kubernetes objects, or as Pods for
 //!   `podman kube play` (`venn-lab k8s`).
+//! - [`sweep`]: configs × policies × seeds as numbered indices for many machines, their
+//!   shared results folder and the gather that summarises it (`venn-lab k8s sweep`).
 //! - [`gather`]: an experiment that ran on other hosts, collected over HTTP into the same
 //!   results folder (`venn-lab gather`).
 
@@ -56,6 +58,7 @@ pub mod run;
 pub mod saved;
 pub mod seeds;
 pub mod sim;
+pub mod sweep;
 
 pub use config::{
     AvailabilitySource, ConfigError, DevicesConfig, LabConfig, LabJob, VirtualConfig,

@@ -245,3 +245,77 @@ fn for_podman_the_same_pods_come_bare_and_find_each_other_by_name() {
         assert_eq!(&serde_json::from_str::<Value>(d).unwrap(), i);
     }
 }
+
+/// `venn-lab k8s sweep`: fig9 under 4 policies × 3 seeds is one indexed Job of 12
+/// completions (each index retried alone, its pod told nothing but its index), the
+/// shared results claim, the plan in a ConfigMap and the gather Job; for podman, 12 index
+/// Pods that carry their index and the gather Pod.
+#[test]
+fn a_sweep_is_one_indexed_job_and_a_gather_job() {
+    use venn_lab::k8s::{SWEEP_CLAIM, SweepOptions, render_sweep};
+    use venn_lab::sweep::{SweepConfig, SweepPlan};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/experiments/fig9.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let configs = vec![SweepConfig {
+        name: "fig9".into(),
+        file: "fig9.toml".into(),
+    }];
+    let policies = ["random", "fifo", "srsf", "venn"]
+        .map(String::from)
+        .to_vec();
+    let plan = SweepPlan::new(configs, policies, 3, false).unwrap();
+    let mut opts = SweepOptions {
+        image: "venn-testbed:latest".into(),
+        parallelism: 4,
+        retries_per_index: 2,
+        cpu: "2".into(),
+        memory: "512Mi".into(),
+        memory_limit: "1Gi".into(),
+        storage: "1Gi".into(),
+        engine: Engine::Kubernetes,
+    };
+    let files = [("fig9.toml".to_string(), text)];
+    let items = render_sweep("fig9", &plan, &files, &opts).unwrap();
+    let job = named(&items, "Job", "venn-sweep");
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(spec["completions"], 12);
+    assert_eq!(spec["parallelism"], 4);
+    assert_eq!(spec["backoffLimitPerIndex"], 2);
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never", "required per-index backoff");
+    let c = &pod["containers"][0];
+    assert_eq!(c["args"][0], "sweep-index");
+    assert!(
+        c["env"].is_null(),
+        "Kubernetes sets JOB_COMPLETION_INDEX itself"
+    );
+    assert_eq!(c["resources"]["limits"]["memory"], "1Gi");
+    let claim = named(&items, "PersistentVolumeClaim", SWEEP_CLAIM);
+    assert_eq!(claim["spec"]["accessModes"][0], "ReadWriteMany");
+    let cm = named(&items, "ConfigMap", "venn-sweep");
+    let shipped: SweepPlan =
+        serde_json::from_str(cm["data"]["plan.json"].as_str().unwrap()).unwrap();
+    assert_eq!(shipped, plan);
+    assert!(
+        cm["data"]["fig9.toml"]
+            .as_str()
+            .unwrap()
+            .contains("[[jobs]]")
+    );
+    assert!(named(&items, "Job", "venn-sweep-gather")["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        .as_str()
+        .unwrap()
+        .contains("sweep-gather"));
+
+    opts.engine = Engine::Podman;
+    let items = render_sweep("fig9", &plan, &files, &opts).unwrap();
+    assert_eq!(of(&items, "Pod").len(), 12 + 1);
+    let seventh = named(&items, "Pod", "venn-sweep-7");
+    let env = &seventh["spec"]["containers"][0]["env"][0];
+    assert_eq!(
+        (env["name"].as_str(), env["value"].as_str()),
+        (Some("JOB_COMPLETION_INDEX"), Some("7"))
+    );
+    assert!(podman_yaml(&items).is_ok());
+}

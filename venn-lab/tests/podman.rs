@@ -5,6 +5,11 @@
 //! device shards, two FL jobs and the gatherer — on a podman network of its own, and the
 //! gatherer's `/results` (`venn-lab gather`) is copied out and checked.
 //!
+//! Then `venn-lab k8s sweep --podman`: `virtual-quick.toml` under 2 policies × 2 seeds as
+//! four index Pods and a gather Pod sharing one volume, trained; its summarised folder must
+//! equal, file for file, what a local `venn-lab sim … --seeds 2` writes (only the wall-clock
+//! fields of `summary.json` may differ).
+//!
 //! Without podman (or without the cargo feature `k8s`) the test prints why on stderr, past
 //! the test harness's capture, and passes without running. `.ci/run` installs podman and
 //! writes the containers.conf this kind of machine needs (runc, explicit ulimits).
@@ -105,13 +110,14 @@ seed = 9
     struct Engine {
         tag: String,
         yaml: Option<PathBuf>,
+        sweep_yaml: Option<PathBuf>,
         network: bool,
         images: Vec<String>,
     }
 
     impl Drop for Engine {
         fn drop(&mut self) {
-            if let Some(y) = &self.yaml {
+            for y in self.yaml.iter().chain(&self.sweep_yaml) {
                 let _ = podman(&["kube", "down", &y.display().to_string()]);
             }
             remove_volumes();
@@ -124,10 +130,16 @@ seed = 9
         }
     }
 
-    /// The volumes `podman kube play` makes and `kube down` keeps: the manager's claim
-    /// and the ConfigMap's.
+    /// The volumes `podman kube play` makes and `kube down` keeps: the manager's claim,
+    /// the sweep's results claim and the ConfigMaps'.
     fn remove_volumes() {
-        for v in [venn_lab::k8s::PODMAN_MANAGER_CLAIM, "venn-jobs"] {
+        use venn_lab::k8s::{PODMAN_MANAGER_CLAIM, SWEEP_CLAIM, SWEEP_CONFIG_MAP};
+        for v in [
+            PODMAN_MANAGER_CLAIM,
+            "venn-jobs",
+            SWEEP_CLAIM,
+            SWEEP_CONFIG_MAP,
+        ] {
             let _ = podman(&["volume", "rm", "-f", v]);
         }
     }
@@ -254,6 +266,7 @@ seed = 9
         let mut engine = Engine {
             tag: tag.clone(),
             yaml: None,
+            sweep_yaml: None,
             network: false,
             images: Vec::new(),
         };
@@ -428,7 +441,189 @@ seed = 9
             built.as_secs_f64(),
             ran.as_secs_f64()
         );
+        sweep::check(&mut engine, &bins[3], &image, &dir);
         drop(engine);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The sweep half of the test (see the file's docs).
+    mod sweep {
+        use super::{Engine, logs, podman, podman_ok};
+        use std::path::Path;
+        use std::process::Command;
+        use std::time::{Duration, Instant};
+
+        const POLICIES: &str = "random,venn";
+
+        pub(super) fn check(engine: &mut Engine, venn_lab: &Path, image: &str, dir: &Path) {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            let config = root.join("scripts/experiments/virtual-quick.toml");
+            let yaml = dir.join("sweep.yaml");
+            let render = Command::new(venn_lab)
+                .args(["k8s", "sweep", &config.display().to_string()])
+                .args([
+                    "--policies",
+                    POLICIES,
+                    "--seeds",
+                    "2",
+                    "--podman",
+                    "--image",
+                    image,
+                ])
+                .args(["--cpu", "500m", "--out", &yaml.display().to_string()])
+                .output()
+                .unwrap();
+            assert!(
+                render.status.success(),
+                "venn-lab k8s sweep --podman: {}",
+                String::from_utf8_lossy(&render.stderr)
+            );
+            engine.sweep_yaml = Some(yaml.clone());
+            let started = Instant::now();
+            podman_ok(&[
+                "kube",
+                "play",
+                "--network",
+                &engine.tag,
+                &yaml.display().to_string(),
+            ]);
+            let gather = "venn-sweep-gather-gather";
+            let containers: Vec<String> = (0..4)
+                .map(|i| format!("venn-sweep-{i}-index"))
+                .chain([gather.to_string()])
+                .collect();
+            wait_for_gather(gather, &containers);
+            let ran = started.elapsed();
+            let swept = dir.join("sweep-results");
+            podman_ok(&[
+                "cp",
+                &format!("{gather}:/results"),
+                &swept.display().to_string(),
+            ]);
+
+            // The same sweep, locally in one process, on the data the image carries (the
+            // repository's copy; this machine may also have the larger shared set, which
+            // the local lookup would prefer).
+            let local = dir.join("local");
+            let t0 = Instant::now();
+            let out = Command::new(venn_lab)
+                .env("VENN_DATA", root.join("datasets/data"))
+                .args(["sim", &config.display().to_string(), "--policies", POLICIES])
+                .args(["--seeds", "2", "--out", &local.display().to_string()])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "local venn-lab sim: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let local_s = t0.elapsed();
+            let compared = same_folders(&swept.join("virtual-quick"), &local);
+            eprintln!(
+                "podman sweep: 4 indices ran and were summarised in {:.1} s (locally, one \
+                 after another: {:.1} s); {compared} files equal",
+                ran.as_secs_f64(),
+                local_s.as_secs_f64()
+            );
+        }
+
+        /// Waits until the gather Pod says the sweep is summarised.
+        fn wait_for_gather(gather: &str, containers: &[String]) {
+            let t0 = Instant::now();
+            loop {
+                let out = podman(&["logs", gather]);
+                let log = String::from_utf8_lossy(&out.stdout).into_owned()
+                    + &String::from_utf8_lossy(&out.stderr);
+                if log.contains(venn_lab::sweep::SWEEP_GATHERED) {
+                    return;
+                }
+                let state = podman_ok(&["inspect", "--format", "{{.State.Status}}", gather]);
+                assert!(
+                    state.trim() == "running",
+                    "the sweep's gatherer stopped ({}):{}",
+                    state.trim(),
+                    logs(containers)
+                );
+                assert!(
+                    t0.elapsed() < Duration::from_secs(600),
+                    "the sweep was not summarised in 600 s:{}",
+                    logs(containers)
+                );
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+
+        /// Every file of `local` has its twin in `swept` with the same bytes (PNGs aside:
+        /// their fonts may differ between the image and this machine; `summary.json`s
+        /// compared without their wall-clock fields); returns how many were compared.
+        fn same_folders(swept: &Path, local: &Path) -> usize {
+            let mut n = 0;
+            for entry in walk(local) {
+                let rel = entry.strip_prefix(local).unwrap();
+                let twin = swept.join(rel);
+                assert!(twin.is_file(), "the sweep lacks {}", rel.display());
+                match entry.extension().and_then(|e| e.to_str()) {
+                    Some("png") => continue,
+                    Some("json") => assert_eq!(
+                        without_wall(&std::fs::read(&twin).unwrap()),
+                        without_wall(&std::fs::read(&entry).unwrap()),
+                        "{} differs beyond wall-clock fields",
+                        rel.display()
+                    ),
+                    _ => assert!(
+                        std::fs::read(&twin).unwrap() == std::fs::read(&entry).unwrap(),
+                        "{} differs",
+                        rel.display()
+                    ),
+                }
+                n += 1;
+            }
+            assert!(n >= 10, "only {n} files compared");
+            n
+        }
+
+        /// The files under `dir`, recursively.
+        fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+            let mut out = Vec::new();
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    out.extend(walk(&p));
+                } else {
+                    out.push(p);
+                }
+            }
+            out
+        }
+
+        /// The JSON without the keys that describe the machine rather than the experiment:
+        /// wall-clock and thread seconds (`training_seconds` too), throughput, memory, the
+        /// thread count — which differ between any two runs — and where the data was found
+        /// (`path`, `origin`: the same bytes, the image's extracted copy against the
+        /// repository's).
+        fn without_wall(bytes: &[u8]) -> serde_json::Value {
+            fn strip(v: &mut serde_json::Value) {
+                match v {
+                    serde_json::Value::Object(m) => {
+                        m.retain(|k, _| {
+                            !(k.contains("wall")
+                                || k.contains("rss")
+                                || k.ends_with("_per_s")
+                                || k.ends_with("thread_s")
+                                || k == "training_seconds"
+                                || k == "threads"
+                                || k == "path"
+                                || k == "origin")
+                        });
+                        m.values_mut().for_each(strip);
+                    }
+                    serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+                    _ => {}
+                }
+            }
+            let mut v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+            strip(&mut v);
+            v
+        }
     }
 }

@@ -3,7 +3,8 @@
 //! (`venn-lab/examples/custom_lab.rs` is such a program).
 //!
 //! One file per command, each its clap `Args` and `run`: `run.rs`, `compare.rs`, `sim.rs`,
-//! `devices.rs`, `summarize.rs`, `load.rs`, `gather.rs`, `attack.rs`, `k8s.rs`. Shared:
+//! `devices.rs`, `summarize.rs`, `load.rs`, `gather.rs`, `attack.rs`, `k8s.rs`, `sweep.rs`
+//! (the in-pod steps of `k8s sweep`). Shared:
 //! `context.rs` (the program's tasks and policies, [`Lab`]; loading the config and data),
 //! `seeds.rs` (the loop over seeds and policies of `compare` and `sim`, and the list of jobs
 //! that did not finish) and `signals.rs` (Ctrl-C and SIGTERM). Imports run one way: this
@@ -21,6 +22,7 @@ mod seeds;
 mod signals;
 mod sim;
 mod summarize;
+mod sweep;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -82,7 +84,7 @@ enum Command {
     /// other by name; `podman cp venn-gather-gather:/results DIR` copies the results out.
     ///
     /// Needs the cargo feature `k8s` (`cargo run --release --features k8s --bin venn-lab`).
-    K8s(k8s::Args),
+    K8s(Box<k8s::Args>),
     /// Collect an experiment that ran on several hosts (or in Kubernetes) over HTTP: each
     /// job's rounds from its GET /v1/results (run it with `fl-job run --linger-s`), each
     /// device shard's counters from its GET /v1/stats (`device-agent --stats-listen`), the
@@ -96,6 +98,14 @@ enum Command {
     /// manager's RSS and database growth; then SIGKILLs the manager, restarts it and checks
     /// what it had acknowledged.
     Attack(attack::Args),
+    /// One index of a sweep (`venn-lab k8s sweep`): runs the plan's (config, seed, policy)
+    /// number INDEX into the shared results folder, unless it is there already.
+    #[command(name = "sweep-index", hide = true)]
+    SweepIndex(sweep::IndexArgs),
+    /// A sweep's last step: waits until every index has its results, then summarises each
+    /// config as `venn-lab summarize` does.
+    #[command(name = "sweep-gather", hide = true)]
+    SweepGather(sweep::GatherArgs),
 }
 
 /// Parses the process's arguments and runs the command with `lab`'s tasks and policies,
@@ -125,8 +135,10 @@ async fn dispatch(command: Command, lab: &Lab) -> anyhow::Result<()> {
         Command::Devices(a) => devices::run(a, lab),
         Command::Summarize(a) => summarize::run(a),
         Command::Load(a) => load::run(a).await,
-        Command::K8s(a) => k8s::run(a, lab),
+        Command::K8s(a) => k8s::run(*a, lab),
         Command::Gather(a) => gather::run(a, lab).await,
         Command::Attack(a) => attack::run(a).await,
+        Command::SweepIndex(a) => tokio::task::block_in_place(|| sweep::run_index(a, lab)),
+        Command::SweepGather(a) => tokio::task::block_in_place(|| sweep::run_gather(a)),
     }
 }

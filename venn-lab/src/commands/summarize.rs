@@ -17,8 +17,12 @@ pub(super) struct Args {
 
 /// Each seed's comparison and the summary over seeds, redrawn from the saved runs.
 pub(super) fn run(a: Args) -> anyhow::Result<()> {
-    let dir = &a.dir;
-    let saved = crate::saved::read_saved(dir, &a.policies)?;
+    summarize(&a.dir, &a.policies)
+}
+
+/// What `venn-lab summarize DIR --policies …` writes (and the sweep's gather step).
+pub(super) fn summarize(dir: &std::path::Path, policies: &[String]) -> anyhow::Result<()> {
+    let saved = crate::saved::read_saved(dir, policies)?;
     for (seed, why) in &saved.skipped {
         eprintln!("left out {}: {why}", seed.display());
     }

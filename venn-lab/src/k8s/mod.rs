@@ -27,6 +27,13 @@
 //! network pods find each other by their names, which are the Service names Kubernetes
 //! uses, so every address but the device pods' (`venn-devices-K` instead of
 //! `venn-devices-K.venn-devices`) is the same. `venn-lab/tests/podman.rs` runs one.
+//!
+//! `sweep.rs`: a sweep of `venn-lab sim` runs (configs × policies × seeds) as an indexed
+//! Job and a gather Job ([`render_sweep`]).
+
+mod sweep;
+
+pub use sweep::{SWEEP_CLAIM, SWEEP_CONFIG_MAP, SweepOptions, render_sweep};
 
 use crate::config::{AvailabilitySource, LabConfig};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};

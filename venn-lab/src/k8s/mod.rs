@@ -266,21 +266,7 @@ fn manager_objects(
 ) -> anyhow::Result<Vec<Value>> {
     let m_labels = labels(&cfg.name, "manager");
     let manager = manager_pod(cfg, o, jobs);
-    let claim = PersistentVolumeClaim {
-        metadata: meta("data", &m_labels),
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([(
-                    "storage".into(),
-                    Quantity(o.manager_storage.clone()),
-                )])),
-                ..VolumeResourceRequirements::default()
-            }),
-            ..PersistentVolumeClaimSpec::default()
-        }),
-        ..PersistentVolumeClaim::default()
-    };
+    let claim = volume_claim("data", &m_labels, "ReadWriteOnce", &o.manager_storage);
     Ok(match o.engine {
         Engine::Kubernetes => vec![
             serde_json::to_value(StatefulSet {
@@ -368,6 +354,30 @@ fn device_objects(
 
 /// The name of the manager's volume claim under podman (a named volume).
 pub const PODMAN_MANAGER_CLAIM: &str = "venn-manager-data";
+
+/// A claim of `storage` (e.g. `1Gi`) with one access mode.
+fn volume_claim(
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    access: &str,
+    storage: &str,
+) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: meta(name, labels),
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec![access.into()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([(
+                    "storage".into(),
+                    Quantity(storage.into()),
+                )])),
+                ..VolumeResourceRequirements::default()
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    }
+}
 
 fn selector(labels: &BTreeMap<String, String>) -> LabelSelector {
     LabelSelector {

@@ -20,13 +20,12 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EnvVar, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSpec, ResourceRequirements,
-    Volume, VolumeMount, VolumeResourceRequirements,
+    PersistentVolumeClaimVolumeSource, PodSpec, ResourceRequirements, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::Value;
 
-use super::{Engine, job, labels, meta, pod, template};
+use super::{Engine, job, labels, meta, pod, template, volume_claim};
 use crate::sweep::{SWEEP_GATHERED, SweepPlan};
 
 /// The volume claim every sweep pod writes its results to.
@@ -114,21 +113,7 @@ fn results_claim(o: &SweepOptions, l: &BTreeMap<String, String>) -> PersistentVo
         Engine::Kubernetes => "ReadWriteMany",
         Engine::Podman => "ReadWriteOnce",
     };
-    PersistentVolumeClaim {
-        metadata: meta(SWEEP_CLAIM, l),
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec![access.into()]),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([(
-                    "storage".into(),
-                    Quantity(o.storage.clone()),
-                )])),
-                ..VolumeResourceRequirements::default()
-            }),
-            ..PersistentVolumeClaimSpec::default()
-        }),
-        ..PersistentVolumeClaim::default()
-    }
+    volume_claim(SWEEP_CLAIM, l, access, &o.storage)
 }
 
 /// An index's pod: `venn-lab sweep-index` with the plan at `/sweep` and the results at

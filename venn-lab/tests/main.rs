@@ -11,4 +11,5 @@ mod job_server;
 mod load;
 mod multihost;
 mod saved;
+mod sweep;
 mod virtual_clock;

@@ -278,3 +278,37 @@ fn devices_reports_each_jobs_supply() {
     assert_eq!(none.eligible_devices, 0);
     assert!(none.problem().unwrap().contains("no device"));
 }
+
+/// `venn-lab devices`' Venn cells on the quick config: each job's hourly supply is the sum
+/// of the cells its group is in; jobs with equal requirements share a group; a check-in no
+/// job admits is a cell of no group.
+#[test]
+fn venn_cells_split_each_jobs_supply() {
+    let (data, traces) = inputs();
+    let mut cfg = LabConfig::load(&config_path()).unwrap();
+    // A fourth job with the first one's requirement joins its group.
+    let mut twin = cfg.jobs[0].clone();
+    twin.job.name = "twin".into();
+    cfg.jobs.push(twin);
+    let (_, input, sim_cfg) =
+        venn_lab::sim::input::prepare(&cfg, &Registry::with_builtins(), &data, &traces.path)
+            .unwrap();
+    let v = venn_sim::engine::venn_cells(&input, &sim_cfg);
+    assert_eq!(v.groups.len(), 3, "{v:?}");
+    assert_eq!(v.groups[0].jobs, vec![0, 3]);
+    let jobs = venn_sim::engine::feasibility(&input, &sim_cfg);
+    for (g, group) in v.groups.iter().enumerate() {
+        let in_cells: f64 = v
+            .cells
+            .iter()
+            .filter(|c| c.groups.contains(&g))
+            .map(|c| c.per_hour)
+            .sum();
+        let supply = jobs[group.jobs[0]].eligible_per_hour.unwrap();
+        assert!(
+            (in_cells - supply).abs() < 1e-9,
+            "group {g}: {in_cells} vs {supply}"
+        );
+    }
+    assert!(v.cells.windows(2).all(|w| w[0].per_hour >= w[1].per_hour));
+}

@@ -1,4 +1,6 @@
-//! `venn-lab devices`: which devices each job of a config can use, without running it.
+//! `venn-lab devices`: which devices each job of a config can use, and the supply of each
+//! Venn cell (the check-ins that qualify for exactly one set of job groups), without
+//! running it.
 
 use std::path::PathBuf;
 
@@ -31,8 +33,42 @@ pub(super) fn run(a: Args, lab: &Lab) -> anyhow::Result<()> {
             println!("  cannot work: {why}");
         }
     }
+    print!(
+        "{}",
+        cells_table(&cfg, &venn_sim::engine::venn_cells(&input, &sim_cfg))
+    );
     if bad > 0 {
         anyhow::bail!("{bad} job(s) cannot work on these devices");
     }
     Ok(())
+}
+
+/// The groups (jobs that admit the same check-ins) and each cell's devices and check-ins
+/// an hour, as a table.
+fn cells_table(cfg: &crate::LabConfig, v: &venn_sim::engine::VennCells) -> String {
+    let label = |g: usize| format!("G{}", g + 1);
+    let mut s = String::from("\njob groups (jobs that admit the same check-ins):\n");
+    for (g, group) in v.groups.iter().enumerate() {
+        let names: Vec<&str> = group
+            .jobs
+            .iter()
+            .map(|&j| cfg.jobs[j].job.name.as_str())
+            .collect();
+        s += &format!("  {}: {}\n", label(g), names.join(", "));
+    }
+    s += "Venn cells (check-ins by the groups they qualify for), most supply first:\n";
+    s += &format!("  {:<28} {:>8} {:>14}\n", "cell", "devices", "check-ins/h");
+    for c in &v.cells {
+        let cell = if c.groups.is_empty() {
+            "(no job)".to_string()
+        } else {
+            c.groups
+                .iter()
+                .map(|&g| label(g))
+                .collect::<Vec<_>>()
+                .join("+")
+        };
+        s += &format!("  {cell:<28} {:>8} {:>14.1}\n", c.devices, c.per_hour);
+    }
+    s
 }

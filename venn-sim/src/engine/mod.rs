@@ -75,7 +75,9 @@
 //!   job's `max_attempts`). The JCT-only simulator runs with [`NoHooks`].
 //! - **Feasibility** ([`feasibility`](mod@feasibility)): before a run, per job, its eligible devices and
 //!   check-ins within one deadline against what a round needs, and its fastest eligible
-//!   task against the deadline — what a driver checks to refuse a job that cannot work.
+//!   task against the deadline — what a driver checks to refuse a job that cannot work;
+//!   [`venn_cells`] (`cells.rs`): the supply of each Venn cell (check-ins by the set of job
+//!   groups they qualify for).
 //!
 //! # Performance
 //!
@@ -86,6 +88,7 @@
 
 pub mod admission;
 mod admission_settings;
+pub mod cells;
 pub mod config;
 mod error;
 pub mod events;
@@ -97,6 +100,7 @@ pub mod setup;
 pub mod sim;
 pub mod work;
 
+pub use cells::{JobGroup, VennCell, VennCells, venn_cells};
 pub use config::SimConfig;
 pub use error::SimError;
 pub use feasibility::{JobFeasibility, feasibility};

@@ -167,18 +167,19 @@ fn service(name: &str, labels: &BTreeMap<String, String>, port: i32) -> Service 
 /// `/config` (the ConfigMap, read-only) and `/results` (scratch) of a job or gatherer pod.
 fn config_and_results_mounts() -> Vec<VolumeMount> {
     vec![
-        VolumeMount {
-            name: "config".into(),
-            mount_path: "/config".into(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        },
-        VolumeMount {
-            name: "results".into(),
-            mount_path: "/results".into(),
-            ..VolumeMount::default()
-        },
+        mount("config", "/config", true),
+        mount("results", "/results", false),
     ]
+}
+
+/// The volume `name` mounted at `path`.
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        read_only: read_only.then_some(true),
+        ..VolumeMount::default()
+    }
 }
 
 /// The volumes behind [`config_and_results_mounts`].

@@ -20,12 +20,12 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EnvVar, PersistentVolumeClaim,
-    PersistentVolumeClaimVolumeSource, PodSpec, ResourceRequirements, Volume, VolumeMount,
+    PersistentVolumeClaimVolumeSource, PodSpec, ResourceRequirements, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::Value;
 
-use super::{Engine, job, labels, meta, pod, template, volume_claim};
+use super::{Engine, job, labels, meta, mount, pod, template, volume_claim};
 use crate::sweep::{SWEEP_GATHERED, SweepPlan};
 
 /// The volume claim every sweep pod writes its results to.
@@ -177,17 +177,8 @@ fn gather_pod(o: &SweepOptions) -> PodSpec {
 /// `/results` (the shared claim) mounted.
 fn sweep_pod(mut container: Container) -> PodSpec {
     container.volume_mounts = Some(vec![
-        VolumeMount {
-            name: "sweep".into(),
-            mount_path: "/sweep".into(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        },
-        VolumeMount {
-            name: "results".into(),
-            mount_path: "/results".into(),
-            ..VolumeMount::default()
-        },
+        mount("sweep", "/sweep", true),
+        mount("results", "/results", false),
     ]);
     PodSpec {
         restart_policy: Some("Never".into()),

@@ -24,7 +24,10 @@ pub fn judge(
     let mut refused = Vec::new();
     for (name, f) in jobs {
         if show {
-            eprintln!("job {name}: {}", f.line());
+            // One write per line: pods' logs interleave the pieces of a formatted
+            // `eprintln!` with other processes' output.
+            let line = format!("job {name}: {}\n", f.line());
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         }
         if let Some(why) = f.problem() {
             refused.push(format!("job {name}: {why}"));

@@ -146,6 +146,35 @@ impl SweepPlan {
         serde_json::from_str(&text).map_err(|e| SweepError::Io(format!("{}: {e}", path.display())))
     }
 
+    /// Reads `plan.json` from a mounted ConfigMap, waiting up to `patience` until it parses
+    /// and every config file beside it has text. Kubernetes fills a ConfigMap volume before
+    /// the container starts, but `podman kube play` fills the shared volume while the
+    /// sweep's pods start, so an index may look at a file that is still empty (CI saw
+    /// "EOF while parsing" once in four pods).
+    pub fn read_mounted(path: &Path, patience: Duration) -> Result<Self, SweepError> {
+        let t0 = Instant::now();
+        loop {
+            let ready = Self::read(path).and_then(|plan| {
+                let dir = path.parent().unwrap_or(Path::new("."));
+                match plan.configs.iter().find(|c| !non_empty(&dir.join(&c.file))) {
+                    Some(c) => Err(SweepError::Io(format!(
+                        "{}: missing or empty",
+                        dir.join(&c.file).display()
+                    ))),
+                    None => Ok(plan),
+                }
+            });
+            match ready {
+                Ok(plan) => return Ok(plan),
+                Err(e) if t0.elapsed() >= patience => return Err(e),
+                Err(e) => {
+                    tracing::debug!(error = %e, "the sweep's plan is not complete yet");
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+            }
+        }
+    }
+
     /// The indices whose run has not finished yet.
     pub fn missing(&self, results: &Path) -> Vec<usize> {
         (0..self.entries.len())
@@ -198,6 +227,11 @@ impl SweepPlan {
             std::thread::sleep(poll);
         }
     }
+}
+
+/// Whether `path` is a file with at least one byte.
+fn non_empty(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
 }
 
 #[cfg(test)]
@@ -256,5 +290,33 @@ mod tests {
         let same = vec![p.configs[0].clone(), p.configs[0].clone()];
         assert!(SweepPlan::new(same, vec!["venn".into()], 1, false).is_err());
         assert!(SweepPlan::new(p.configs.clone(), vec![], 1, false).is_err());
+    }
+
+    #[test]
+    fn a_plan_mounted_while_the_pod_starts_is_waited_for() {
+        let dir = std::env::temp_dir().join(format!("venn-sweep-mount-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = plan(1);
+        let file = dir.join("plan.json");
+        // As podman leaves it at first: the plan there but empty, no configs yet.
+        std::fs::write(&file, "").unwrap();
+        let e = SweepPlan::read_mounted(&file, Duration::ZERO).unwrap_err();
+        assert!(e.to_string().contains("EOF"), "{e}");
+        std::fs::write(&file, serde_json::to_string(&p).unwrap()).unwrap();
+        std::fs::write(dir.join("a.toml"), "name = 'a'").unwrap();
+        let e = SweepPlan::read_mounted(&file, Duration::ZERO).unwrap_err();
+        assert!(e.to_string().contains("b.toml: missing or empty"), "{e}");
+
+        let writer = {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(400));
+                std::fs::write(dir.join("b.toml"), "name = 'b'").unwrap();
+            })
+        };
+        let read = SweepPlan::read_mounted(&file, Duration::from_secs(30)).unwrap();
+        writer.join().unwrap();
+        assert_eq!(read, p);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,6 +14,9 @@ use super::seeds::unfinished_jobs;
 use crate::sim::VirtualOptions;
 use crate::sweep::{SWEEP_GATHERED, SweepPlan};
 
+/// How long an index or the gather waits for its mounted plan to be complete.
+const MOUNT_PATIENCE: Duration = Duration::from_secs(120);
+
 /// `venn-lab sweep-index`'s arguments.
 #[derive(clap::Args, Debug)]
 pub(super) struct IndexArgs {
@@ -33,7 +36,7 @@ pub(super) struct IndexArgs {
 
 /// Runs index `index` unless its results are already there.
 pub(super) fn run_index(a: IndexArgs, lab: &Lab) -> anyhow::Result<()> {
-    let plan = SweepPlan::read(&a.plan)?;
+    let plan = SweepPlan::read_mounted(&a.plan, MOUNT_PATIENCE)?;
     let dir = plan.run_dir(&a.results, a.index);
     if !plan.missing(&a.results).contains(&a.index) {
         println!("index {}: done already ({})", a.index, dir.display());
@@ -92,7 +95,7 @@ pub(super) fn run_gather(a: GatherArgs) -> anyhow::Result<()> {
         a.wait_s.is_finite() && a.wait_s >= 0.0 && a.poll_s.is_finite() && a.poll_s > 0.0,
         "--wait-s and --poll-s must be non-negative numbers of seconds (--poll-s above 0)"
     );
-    let plan = SweepPlan::read(&a.plan)?;
+    let plan = SweepPlan::read_mounted(&a.plan, MOUNT_PATIENCE)?;
     plan.wait_done(
         &a.results,
         Duration::from_secs_f64(a.wait_s),

@@ -181,6 +181,12 @@ pub struct RoundRecord {
     pub submitted_at: Time,
     /// When the whole demand was assigned, if it was.
     pub fulfilled_at: Option<Time>,
+    /// When the round had every device it went on to use: `fulfilled_at`, or, for a round
+    /// closed before its whole demand was assigned (an over-committed round closes at its
+    /// `close_at` results), the assignment of the last device whose result it counted.
+    /// `None`: no result counted, so the round waited for devices until it closed.
+    #[serde(default)]
+    pub scheduled_at: Option<Time>,
     /// When closed.
     pub closed_at: Time,
     /// Devices assigned.
@@ -194,17 +200,40 @@ pub struct RoundRecord {
 }
 
 impl RoundRecord {
-    /// Time from request to the last assignment (to close, if never fulfilled).
+    /// Time from request until the round had its devices ([`RoundRecord::scheduled_at`];
+    /// the close, if it never had them).
+    ///
+    /// The authors' testbed starts a round's execution only once its whole (over-selected)
+    /// demand has checked in, so there the split point is always the full assignment. Our
+    /// rounds may close on enough results before that; counting such a round entirely as
+    /// scheduling delay would report no response collection for most over-committed
+    /// rounds and starve Venn's tier matching (which weighs collection against delay) of
+    /// its input. So the split is the last assignment the round used.
     pub fn scheduling_delay(&self) -> f64 {
-        self.fulfilled_at
+        self.scheduled_at
             .unwrap_or(self.closed_at)
             .since(self.submitted_at)
     }
 
-    /// Time from the last assignment to the close.
+    /// Time from [`RoundRecord::scheduled_at`] to the close.
     pub fn response_collection(&self) -> f64 {
-        self.fulfilled_at
+        self.scheduled_at
             .map_or(0.0, |f| self.closed_at.since(f).max(0.0))
+    }
+
+    /// The split point for a round closing with `fulfilled_at` and these tasks: the full
+    /// assignment, else the last assignment among the tasks that reported a result.
+    pub fn scheduled_at<'a>(
+        fulfilled_at: Option<Time>,
+        tasks: impl IntoIterator<Item = &'a TaskRecord>,
+    ) -> Option<Time> {
+        fulfilled_at.or_else(|| {
+            tasks
+                .into_iter()
+                .filter(|t| t.state == TaskState::Finished)
+                .map(|t| t.assigned_at)
+                .max_by(|a, b| a.secs().total_cmp(&b.secs()))
+        })
     }
 }
 
@@ -353,6 +382,7 @@ mod tests {
             demand: 1,
             submitted_at: Time(0.0),
             fulfilled_at: Some(Time(sd)),
+            scheduled_at: Some(Time(sd)),
             closed_at: Time(sd + rc),
             assigned: 1,
             finished: 1,
@@ -376,5 +406,40 @@ mod tests {
         // A replaced, shorter list is rescanned.
         h.rounds.truncate(1);
         assert_eq!(h.collection_to_delay_ratio(), Some(3.0));
+    }
+
+    #[test]
+    fn a_round_closed_before_full_assignment_splits_at_its_last_used_device() {
+        let task = |at: f64, state| TaskRecord {
+            assigned_at: Time(at),
+            capacity_s: 1.0,
+            state,
+        };
+        let tasks = [
+            task(20.0, TaskState::Finished),
+            task(35.0, TaskState::Finished),
+            task(50.0, TaskState::Assigned),
+            task(60.0, TaskState::Failed),
+        ];
+        assert_eq!(
+            RoundRecord::scheduled_at(None, &tasks),
+            Some(Time(35.0)),
+            "the last assignment whose result counted"
+        );
+        assert_eq!(
+            RoundRecord::scheduled_at(Some(Time(70.0)), &tasks),
+            Some(Time(70.0)),
+            "a fully assigned round splits at its full assignment"
+        );
+        assert_eq!(RoundRecord::scheduled_at(None, &tasks[2..]), None);
+        let mut r = rec(0, 0.0, 0.0, RoundOutcome::Success);
+        (r.submitted_at, r.fulfilled_at, r.closed_at) = (Time(10.0), None, Time(100.0));
+        r.scheduled_at = RoundRecord::scheduled_at(None, &tasks);
+        assert_eq!(
+            (r.scheduling_delay(), r.response_collection()),
+            (25.0, 65.0)
+        );
+        r.scheduled_at = None;
+        assert_eq!((r.scheduling_delay(), r.response_collection()), (90.0, 0.0));
     }
 }

@@ -464,6 +464,7 @@ impl ResourceManager {
             demand: r.request.demand,
             submitted_at: r.submitted_at,
             fulfilled_at: r.fulfilled_at,
+            scheduled_at: RoundRecord::scheduled_at(r.fulfilled_at, r.tasks.values()),
             closed_at: now,
             assigned: r.assigned,
             finished: r.finished,

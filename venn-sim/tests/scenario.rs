@@ -25,7 +25,8 @@
 //! - t=100 J0's deadline: 2 dispatched, 1 returned of 2 needed → abort, retry.
 //! - t=110 J2's deadline: 2 ≥ 0.5×4 dispatched and 1 ≥ 0.5×min(2,4) returned
 //!   → success under the authors' deadline rule; J2 done at 110, never fully
-//!   assigned, so its whole round counts as scheduling delay.
+//!   assigned: its scheduling delay ends at 25, when the device whose result it
+//!   used (i3) was assigned, and 25–110 is response collection.
 //! - i6 t=120 {} → eligible for nothing.
 //! - i7 t=130, i8 t=140 → J0 (fully assigned at 140); results 170, 180 →
 //!   J0 round 0 succeeds at 180; round 1 opens (deadline 280).
@@ -226,11 +227,12 @@ fn hand_computed_scenario() {
             (2, Some(110.0), 100.0, 1, 0),
         ]
     );
-    // Per-job sums over round attempts (close − fulfil, fulfil − open).
+    // Per-job sums over round attempts (fulfil − open, close − fulfil; J2, never
+    // fully assigned, splits at its used device's assignment, 25).
     let sd: Vec<f64> = r.jobs.iter().map(|j| j.sched_delay_s).collect();
     let rc: Vec<f64> = r.jobs.iter().map(|j| j.response_collection_s).collect();
-    assert_eq!(sd, vec![12.0 + 40.0 + 15.0 + 29.0, 15.0 + 1.0, 100.0]);
-    assert_eq!(rc, vec![88.0 + 40.0 + 85.0 + 70.0, 35.0 + 40.0, 0.0]);
+    assert_eq!(sd, vec![12.0 + 40.0 + 15.0 + 29.0, 15.0 + 1.0, 15.0]);
+    assert_eq!(rc, vec![88.0 + 40.0 + 85.0 + 70.0, 35.0 + 40.0, 85.0]);
     let s = &r.summary;
     assert_eq!((s.finished, s.unfinished), (3, 0));
     assert_eq!(s.avg_jct_s, (379.0 + 91.0 + 100.0) / 3.0);

@@ -117,6 +117,7 @@ mod tests {
             demand: 10,
             submitted_at: Time(0.0),
             fulfilled_at: Some(Time(sd)),
+            scheduled_at: Some(Time(sd)),
             closed_at: Time(sd + rc),
             assigned: 10,
             finished: 10,

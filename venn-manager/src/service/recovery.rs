@@ -162,6 +162,21 @@ impl Inner {
     }
 }
 
+/// Where a stored round's scheduling delay ended ([`RoundRecord::scheduled_at`]), from the
+/// tasks of its attempt.
+fn scheduled_at(r: &StoredRound, tasks: &[&StoredTask]) -> Option<Time> {
+    let records: Vec<TaskRecord> = tasks
+        .iter()
+        .filter(|t| t.round == r.round && t.attempt == r.attempt)
+        .map(|t| TaskRecord {
+            assigned_at: Time(t.assigned_at),
+            capacity_s: t.capacity_s,
+            state: t.state,
+        })
+        .collect();
+    RoundRecord::scheduled_at(r.fulfilled_at.map(Time), &records)
+}
+
 /// A job's progress as the core restores it: its closed rounds and its finished tasks'
 /// response times.
 fn job_progress(j: &StoredJob, rounds: &[&StoredRound], tasks: &[&StoredTask]) -> JobProgress {
@@ -173,6 +188,7 @@ fn job_progress(j: &StoredJob, rounds: &[&StoredRound], tasks: &[&StoredTask]) -
                 demand: r.request.demand,
                 submitted_at: Time(r.submitted_at),
                 fulfilled_at: r.fulfilled_at.map(Time),
+                scheduled_at: scheduled_at(r, tasks),
                 closed_at: Time(r.closed_at?),
                 assigned: r.counts.0,
                 finished: r.counts.1,

@@ -303,30 +303,42 @@ impl LabResult {
     }
 
     /// The table of a run without evaluations (`venn-lab sim --schedule-only`): per job its
-    /// JCT, rounds, aborted attempts, and the summed scheduling delay and response
-    /// collection of its rounds, all in seconds on the run's clock.
+    /// JCT, rounds, aborted attempts, the summed scheduling delay and response collection
+    /// of its rounds' successful attempts, and the rest of the JCT (attempts aborted and
+    /// retried), all in seconds on the run's clock.
     fn schedule_table(&self, w: usize) -> String {
         let mut s = format!(
-            "{:<w$} {:>9} {:>7} {:>8} {:>12} {:>12}\n",
-            "job", "JCT s", "rounds", "aborted", "sched delay", "collection"
+            "{:<w$} {:>9} {:>7} {:>8} {:>12} {:>12} {:>11}\n",
+            "job", "JCT s", "rounds", "aborted", "sched delay", "collection", "aborted s"
         );
         let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
         for j in &self.jobs {
             let sum =
                 |g: fn(&fl_job::runner::RoundRow) -> f64| j.history.iter().map(g).sum::<f64>();
             let aborted: u32 = j.history.iter().map(|r| r.attempts.saturating_sub(1)).sum();
+            let (sd, rc) = (
+                sum(|r| r.scheduling_delay_s),
+                sum(|r| r.response_collection_s),
+            );
             let _ = writeln!(
                 s,
-                "{:<w$} {:>9} {:>7} {:>8} {:>12.1} {:>12.1}",
+                "{:<w$} {:>9} {:>7} {:>8} {:>12.1} {:>12.1} {:>11}",
                 j.name,
                 f(j.jct_s),
                 j.rounds,
                 aborted,
-                sum(|r| r.scheduling_delay_s),
-                sum(|r| r.response_collection_s),
+                sd,
+                rc,
+                f(j.jct_s.map(|t| (t - sd - rc).max(0.0))),
             );
         }
         let _ = writeln!(s, "{:<w$} {:>9}", "average", f(self.avg_jct_s));
+        s.push_str(
+            "sched delay: from a round's request until it had its devices (all it asked for, or \
+             the last one whose result it used); collection: from then to its close; both over \
+             the successful attempts. aborted s: the rest of the JCT, in attempts that were \
+             aborted and retried\n",
+        );
         s
     }
 

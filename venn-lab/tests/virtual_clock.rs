@@ -253,6 +253,34 @@ fn a_round_that_cannot_succeed_ends_its_job_after_max_attempts() {
     assert!(!table.contains("final acc"), "{table}");
 }
 
+/// Over-committed rounds close on enough results before their whole demand is assigned;
+/// they still split into scheduling delay and response collection (at the last device a
+/// round used), and the schedule table accounts for every job's whole JCT.
+#[test]
+fn every_round_reports_its_response_collection_and_the_table_adds_up() {
+    let (data, traces) = inputs();
+    let cfg = LabConfig::load(&config_path()).unwrap();
+    let r = run(&cfg, &data, &traces, &out_dir("split"), false);
+    let rows: Vec<_> = r.jobs.iter().flat_map(|j| &j.history).collect();
+    assert!(!rows.is_empty());
+    for row in &rows {
+        assert!(
+            row.response_collection_s > 0.0 && row.scheduling_delay_s >= 0.0,
+            "{row:?}"
+        );
+    }
+    for j in r.jobs.iter().filter(|j| j.finished) {
+        let split: f64 = j
+            .history
+            .iter()
+            .map(|r| r.scheduling_delay_s + r.response_collection_s)
+            .sum();
+        assert!(split <= j.jct_s.unwrap() + 1e-6, "{}: {split}", j.name);
+    }
+    let table = r.table();
+    assert!(table.contains("aborted s") && table.contains("the last one whose result it used"));
+}
+
 /// What `venn-lab devices` prints: every job of the shipped quick config can work, with
 /// its eligible devices a subset of the trace's and a positive hourly supply; a
 /// requirement above every device's scores leaves none.

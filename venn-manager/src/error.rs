@@ -52,6 +52,9 @@ pub enum ServiceError {
     /// The SQLite store failed.
     #[error("store: {0}")]
     Store(#[from] rusqlite::Error),
+    /// A write queued to the store's writer did not commit.
+    #[error("store: {0}")]
+    Write(#[from] crate::writer::WriteError),
     /// Anything else that is the manager's fault.
     #[error("{0}")]
     Internal(String),

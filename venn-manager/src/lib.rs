@@ -9,10 +9,12 @@
 //!   every client.
 //! - [`api`]: the router, one file per resource, and the mapping of [`error`]'s domain
 //!   errors to HTTP.
-//! - [`service`]: the domain logic behind the handlers, one file per resource: core +
-//!   store in one critical section, the sweeper (venn-core's timers: expired leases,
-//!   rounds left open past their deadline), restart recovery.
-//! - [`store`]: the SQLite schema and queries; [`metrics`]: Prometheus rendering.
+//! - [`service`]: the domain logic behind the handlers, one file per resource: the core
+//!   updated and the store's writes queued in one critical section, the answer sent once
+//!   they committed; the sweeper (venn-core's timers: expired leases, rounds left open
+//!   past their deadline), restart recovery.
+//! - [`store`]: the SQLite schema and queries; [`writer`]: the one thread that writes
+//!   them, committing many writes per transaction; [`metrics`]: Prometheus rendering.
 //! - [`history`]: the status page's bounded record of jobs, rounds and supply, restored
 //!   from SQLite; [`ui`]: the page itself (server-rendered HTML and SVG at `/`).
 //! - [`admission`]: the optional posted-price admission controller on the wall clock,
@@ -35,6 +37,7 @@ pub mod sources;
 pub mod store;
 pub mod tokens;
 pub mod ui;
+pub mod writer;
 
 pub use api::router;
 pub use clock::Clock;

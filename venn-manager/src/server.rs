@@ -60,16 +60,10 @@ pub async fn serve(
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            if let Err(e) = bg.sweep() {
-                tracing::error!(error = %e, "lease sweep failed");
-            }
-            if let Err(e) = bg.flush_checkins() {
-                tracing::error!(error = %e, "check-in flush failed");
-            }
-            if let Err(e) = bg.tick_admission() {
-                tracing::error!(error = %e, "admission tick failed");
-            }
-            bg.sources.forget_idle();
+            // The duties wait for their writes to commit: on the blocking pool, not an
+            // async worker.
+            let m = bg.clone();
+            let _ = tokio::task::spawn_blocking(move || upkeep(&m)).await;
         }
     });
     let app = limited_router(manager.clone(), &limits);
@@ -126,11 +120,28 @@ pub async fn serve(
         }
     }
     ticker.abort();
-    if let Err(e) = manager.flush_checkins() {
+    let m = manager.clone();
+    let flushed = tokio::task::spawn_blocking(move || m.flush_checkins()).await;
+    if let Ok(Err(e)) = flushed {
         tracing::error!(error = %e, "final check-in flush failed");
     }
     tracing::info!("manager stopped");
     Ok(())
+}
+
+/// The ticker's duties, once a second: leases and late rounds, check-in counts,
+/// admission slots, idle sources.
+fn upkeep(m: &Manager) {
+    if let Err(e) = m.sweep() {
+        tracing::error!(error = %e, "lease sweep failed");
+    }
+    if let Err(e) = m.flush_checkins() {
+        tracing::error!(error = %e, "check-in flush failed");
+    }
+    if let Err(e) = m.tick_admission() {
+        tracing::error!(error = %e, "admission tick failed");
+    }
+    m.sources.forget_idle();
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -14,5 +14,5 @@ pub async fn check_in(
     _: CheckInRate,
     ApiJson(req): ApiJson<CheckIn>,
 ) -> Result<Json<CheckInReply>, HttpError> {
-    Ok(Json(m.check_in(req)?))
+    Ok(Json(m.check_in_acked(req).await?))
 }

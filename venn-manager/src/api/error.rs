@@ -19,6 +19,7 @@ impl From<ServiceError> for HttpError {
                 HttpError::new(StatusCode::FORBIDDEN, codes::QUOTA_EXCEEDED, q.to_string())
             }
             ServiceError::Store(e) => HttpError::internal(e),
+            ServiceError::Write(e) => HttpError::internal(e),
             ServiceError::Internal(e) => HttpError::internal(e),
         }
     }

@@ -1,8 +1,8 @@
 //! Job registration, status, completion and cancellation.
 
-use super::AppState;
 use super::extract::{ApiJson, ApiPath};
 use super::limits::RegistrationRate;
+use super::{AppState, blocking};
 use crate::sources::Peer;
 use axum::Extension;
 use axum::Json;
@@ -36,10 +36,8 @@ pub async fn register(
     } else {
         peer.map(|Extension(Peer(ip))| format!("source {ip}"))
     };
-    Ok((
-        StatusCode::CREATED,
-        Json(m.register_job_as(req, credential)?),
-    ))
+    let registered = blocking(&m, move |m| m.register_job_as(req, credential)).await?;
+    Ok((StatusCode::CREATED, Json(registered)))
 }
 
 /// `GET /v1/jobs/{id}`.
@@ -81,7 +79,8 @@ pub async fn finish(
     ApiPath(id): ApiPath<u64>,
     h: HeaderMap,
 ) -> Result<StatusCode, HttpError> {
-    m.end_job(id, job_token(&h), true)?;
+    let token = job_token(&h).map(str::to_owned);
+    blocking(&m, move |m| m.end_job(id, token.as_deref(), true)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -91,6 +90,7 @@ pub async fn cancel(
     ApiPath(id): ApiPath<u64>,
     h: HeaderMap,
 ) -> Result<StatusCode, HttpError> {
-    m.end_job(id, job_token(&h), false)?;
+    let token = job_token(&h).map(str::to_owned);
+    blocking(&m, move |m| m.end_job(id, token.as_deref(), false)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -37,6 +37,20 @@ use venn_api::paths;
 /// nothing from the API).
 pub use crate::service::AppState;
 
+/// Runs a rare service call that may wait for the store's writer under the state lock
+/// (registration, round submission and close, a job's end) on the blocking pool, so no
+/// async worker waits for SQLite. Check-ins and task reports await their commit instead.
+async fn blocking<T: Send + 'static>(
+    m: &AppState,
+    f: impl FnOnce(&crate::Manager) -> Result<T, crate::error::ServiceError> + Send + 'static,
+) -> Result<T, venn_api::HttpError> {
+    let m = m.clone();
+    tokio::task::spawn_blocking(move || f(&m))
+        .await
+        .map_err(venn_api::HttpError::internal)?
+        .map_err(Into::into)
+}
+
 /// The whole API.
 pub fn router(manager: AppState) -> Router {
     let limit = manager.settings().max_body_bytes;

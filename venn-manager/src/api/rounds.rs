@@ -1,8 +1,8 @@
 //! Round requests: submit, status, close.
 
-use super::AppState;
 use super::extract::{ApiJson, ApiPath};
 use super::jobs::job_token;
+use super::{AppState, blocking};
 use crate::error::ServiceError;
 use crate::service::CloseWith;
 use axum::Json;
@@ -18,10 +18,9 @@ pub async fn submit(
     h: HeaderMap,
     ApiJson(req): ApiJson<SubmitRound>,
 ) -> Result<(StatusCode, Json<Submitted>), HttpError> {
-    Ok((
-        StatusCode::CREATED,
-        Json(m.submit_round(id, job_token(&h), req)?),
-    ))
+    let token = job_token(&h).map(str::to_owned);
+    let submitted = blocking(&m, move |m| m.submit_round(id, token.as_deref(), req)).await?;
+    Ok((StatusCode::CREATED, Json(submitted)))
 }
 
 /// `GET /v1/jobs/{id}/rounds/{round}`.
@@ -50,11 +49,11 @@ pub async fn close(
             .into());
         }
     };
-    Ok(Json(m.close_round(
-        id,
-        job_token(&h),
-        round,
-        how,
-        req.metrics,
-    )?))
+    let token = job_token(&h).map(str::to_owned);
+    let metrics = req.metrics;
+    let closed = blocking(&m, move |m| {
+        m.close_round(id, token.as_deref(), round, how, metrics)
+    })
+    .await?;
+    Ok(Json(closed))
 }

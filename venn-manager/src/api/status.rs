@@ -10,6 +10,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
+use std::sync::atomic::Ordering::Relaxed;
 use venn_api::HttpError;
 
 /// `GET /v1/status`.
@@ -115,10 +116,23 @@ pub async fn metrics(State(m): State<AppState>) -> impl IntoResponse {
             ),
         ]
     });
-    let (counters, gauges) = match m.admission_report() {
+    let (mut counters, gauges) = match m.admission_report() {
         Some(a) => admission_metrics(&a, gauges),
         None => (Vec::new(), gauges),
     };
+    let store = m.store_stats();
+    counters.extend([
+        (
+            "venn_store_commits_total",
+            "SQLite transactions the store's writer committed (each a group of writes).",
+            vec![(String::new(), store.commits.load(Relaxed) as f64)],
+        ),
+        (
+            "venn_store_writes_total",
+            "Writes committed by the store's writer.",
+            vec![(String::new(), store.writes.load(Relaxed) as f64)],
+        ),
+    ]);
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         m.metrics.render_with(&counters, &gauges),

@@ -19,7 +19,7 @@ pub async fn report(
         TaskReport::Finished => TaskState::Finished,
         TaskReport::Failed => TaskState::Failed,
     };
-    m.report_task(&token, state)?;
+    m.report_task_acked(&token, state).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

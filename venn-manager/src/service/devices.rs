@@ -1,38 +1,92 @@
 //! Devices: a check-in, decided by the core and made durable before the device hears
 //! of its assignment.
+//!
+//! The decision and the queueing of its task row happen under the state lock; the wait
+//! for the commit happens after it is released, so check-ins decided meanwhile join the
+//! same group commit ([`crate::writer`]).
 
 use super::*;
+use crate::writer::WriteError;
+
+/// A check-in the core has decided.
+enum Decided {
+    /// Nothing to write: the answer can go at once.
+    Answered(CheckInReply),
+    /// An assignment whose task row is queued: answer once it has committed.
+    Assigned {
+        reply: CheckInReply,
+        ticket: Ticket,
+        undo: Unassign,
+    },
+}
+
+/// What undoes an assignment whose row did not commit.
+struct Unassign {
+    token: String,
+    job: JobId,
+    round: RoundId,
+    device: DeviceId,
+    at: Time,
+}
 
 impl Manager {
-    /// A device checks in.
+    /// A device checks in. Blocks the calling thread until an assignment is durable;
+    /// async callers use [`Manager::check_in_acked`].
     pub fn check_in(&self, req: CheckIn) -> Result<CheckInReply, ServiceError> {
-        let p = &req.profile;
-        for (f, v) in [
-            ("profile.cpu_score", p.cpu_score),
-            ("profile.mem_score", p.mem_score),
-            ("profile.os_version", p.os_version),
-            ("profile.ms_per_sample", p.ms_per_sample),
-            ("profile.bandwidth_kbps", p.bandwidth_kbps),
-        ] {
-            finite(f, v)?;
+        match self.decide_check_in(req)? {
+            Decided::Answered(reply) => Ok(reply),
+            Decided::Assigned {
+                reply,
+                ticket,
+                undo,
+            } => self.settle_check_in(reply, ticket.wait(), undo),
         }
-        check_tags("profile.tags", &p.tags)?;
-        if p.ms_per_sample <= 0.0 || p.bandwidth_kbps <= 0.0 {
-            return Err(ServiceError::field(
-                "profile",
-                "ms_per_sample and bandwidth_kbps must be positive",
-            ));
+    }
+
+    /// [`Manager::check_in`] for async callers: the task waits for the commit, not the
+    /// thread.
+    pub async fn check_in_acked(&self, req: CheckIn) -> Result<CheckInReply, ServiceError> {
+        match self.decide_check_in(req)? {
+            Decided::Answered(reply) => Ok(reply),
+            Decided::Assigned {
+                reply,
+                ticket,
+                undo,
+            } => self.settle_check_in(reply, ticket.await, undo),
         }
-        let online_for = match req.online_for_s {
-            None => None,
-            Some(v) if v.is_finite() && (0.0..=MAX_ONLINE_FOR_S).contains(&v) => Some(v),
-            Some(_) => {
-                return Err(ServiceError::field(
-                    "online_for_s",
-                    format!("must be a number of seconds in [0, {MAX_ONLINE_FOR_S}]"),
-                ));
+    }
+
+    /// The reply once the assignment's write is done: the assignment if it committed;
+    /// else the core takes the device back (the round may have closed meanwhile, then
+    /// there is nothing to take back) and the check-in fails.
+    fn settle_check_in(
+        &self,
+        reply: CheckInReply,
+        written: Result<(), WriteError>,
+        undo: Unassign,
+    ) -> Result<CheckInReply, ServiceError> {
+        match written {
+            Ok(()) => {
+                self.metrics.assignments.fetch_add(1, Relaxed);
+                Ok(reply)
             }
-        };
+            Err(e) => {
+                let mut g = self.lock();
+                g.tasks.remove(&undo.token);
+                let _ = g
+                    .core
+                    .task_failed(undo.job, undo.round, undo.device, undo.at);
+                drop(g);
+                tracing::warn!(job = undo.job.0, device = undo.device.0, error = %e, "assignment not stored: taken back");
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Validates a check-in, has the core decide it and queues an assignment's task row.
+    fn decide_check_in(&self, req: CheckIn) -> Result<Decided, ServiceError> {
+        let online_for = validate(&req)?;
+        let p = &req.profile;
         let now = self.clock.now();
         let bucket_len = self.settings.supply.window_s / self.settings.supply.buckets as f64;
         let bucket = (now.secs() / bucket_len).floor() as i64;
@@ -60,11 +114,12 @@ impl Manager {
             *g.checkin_buf.entry((bucket, profile_key)).or_default() += 1;
             let busy = g.core.groups().open().is_empty();
             let wait = self.settings.retry_after_s * if busy { 2.0 } else { 1.0 };
-            return Ok(CheckInReply::Retry {
+            return Ok(Decided::Answered(CheckInReply::Retry {
                 retry_after_s: wait,
-            });
+            }));
         };
-        // The assignment must be durable before the device hears of it (below).
+        // The assignment must be durable before the device hears of it: its task row is
+        // queued below and the reply waits for the ticket.
         *g.checkin_buf.entry((bucket, profile_key)).or_default() += 1;
         let state = g.core.job(job).expect("assigned to a live job");
         let r = state.current.as_ref().expect("assigned to an open round");
@@ -72,7 +127,8 @@ impl Manager {
         let deadline = r.request.deadline.secs();
         let capacity_s = p.task_seconds(state.spec.task_cost);
         let lease_until = deadline + self.settings.lease_grace_s;
-        let meta = g.jobs.get(&job.0).expect("live job has meta").clone();
+        let meta = g.jobs.get(&job.0).expect("live job has meta");
+        let (plan_url, model_size_bytes) = (meta.plan_url.clone(), meta.model_size_bytes);
         let attempt = meta.last.map_or(0, |(_, a)| a);
         let raw_token = tokens::new_token();
         let task = StoredTask {
@@ -87,29 +143,66 @@ impl Manager {
             state: TaskState::Assigned,
             reported_at: None,
         };
-        if let Err(e) = g.store.insert_task(&task, fulfilled) {
-            let _ = g.core.task_failed(job, round, DeviceId(req.device_id), now);
-            return Err(e.into());
-        }
+        let token = task.token.clone();
         g.tasks.insert(
-            task.token.clone(),
+            token.clone(),
             TaskMeta {
                 job,
                 round,
                 device: DeviceId(req.device_id),
             },
         );
+        let ticket = g.store.write(move |s| s.insert_task(&task, fulfilled));
         drop(g);
-        self.metrics.assignments.fetch_add(1, Relaxed);
-        Ok(CheckInReply::Assigned {
-            assignment: Assignment {
-                job_id: job.0,
-                round: round.0,
-                plan_url: meta.plan_url,
-                task_token: raw_token,
-                lease_s: lease_until - now.secs(),
-                model_size_bytes: meta.model_size_bytes,
+        Ok(Decided::Assigned {
+            reply: CheckInReply::Assigned {
+                assignment: Assignment {
+                    job_id: job.0,
+                    round: round.0,
+                    plan_url,
+                    task_token: raw_token,
+                    lease_s: lease_until - now.secs(),
+                    model_size_bytes,
+                },
+            },
+            ticket,
+            undo: Unassign {
+                token,
+                job,
+                round,
+                device: DeviceId(req.device_id),
+                at: now,
             },
         })
+    }
+}
+
+/// The profile's numbers finite and positive where they must be, its tags bounded, and
+/// `online_for_s` in range (returned).
+fn validate(req: &CheckIn) -> Result<Option<f64>, ServiceError> {
+    let p = &req.profile;
+    for (f, v) in [
+        ("profile.cpu_score", p.cpu_score),
+        ("profile.mem_score", p.mem_score),
+        ("profile.os_version", p.os_version),
+        ("profile.ms_per_sample", p.ms_per_sample),
+        ("profile.bandwidth_kbps", p.bandwidth_kbps),
+    ] {
+        finite(f, v)?;
+    }
+    check_tags("profile.tags", &p.tags)?;
+    if p.ms_per_sample <= 0.0 || p.bandwidth_kbps <= 0.0 {
+        return Err(ServiceError::field(
+            "profile",
+            "ms_per_sample and bandwidth_kbps must be positive",
+        ));
+    }
+    match req.online_for_s {
+        None => Ok(None),
+        Some(v) if v.is_finite() && (0.0..=MAX_ONLINE_FOR_S).contains(&v) => Ok(Some(v)),
+        Some(_) => Err(ServiceError::field(
+            "online_for_s",
+            format!("must be a number of seconds in [0, {MAX_ONLINE_FOR_S}]"),
+        )),
     }
 }

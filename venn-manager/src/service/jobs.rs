@@ -181,8 +181,10 @@ impl Manager {
         token: Option<&str>,
         now: Time,
     ) -> Result<(), ServiceError> {
-        let missing = g.missing(job);
-        let meta = g.jobs.get_mut(&job).ok_or(missing)?;
+        if !g.jobs.contains_key(&job) {
+            return Err(g.missing(job));
+        }
+        let meta = g.jobs.get_mut(&job).expect("checked above");
         match token {
             Some(t) if tokens::matches(&meta.token, t) => {
                 meta.active_at = meta.active_at.max(now.secs());
@@ -290,12 +292,17 @@ impl Inner {
     /// core again, so nothing remembers it.
     fn save_registered(&mut self, r: &Registering<'_>, now: Time) -> Result<(), ServiceError> {
         let id = JobId(r.stored.id);
-        let saved = match (r.admitted, r.statement) {
-            (Some(a), Some(sow)) => self
-                .store
-                .insert_admitted_job(r.stored, a, sow, r.credential),
-            _ => self.store.insert_job(r.stored, r.credential),
-        };
+        let job = r.stored.clone();
+        let credential = r.credential.map(str::to_owned);
+        let admission = r.admitted.cloned().zip(r.statement.cloned());
+        // Waited for under the lock: a failure is undone below before anyone sees the job.
+        let saved = self
+            .store
+            .write(move |s| match &admission {
+                Some((a, sow)) => s.insert_admitted_job(&job, a, sow, credential.as_deref()),
+                None => s.insert_job(&job, credential.as_deref()),
+            })
+            .wait();
         if let Err(e) = saved {
             if let Some(adm) = self.admission.as_mut().filter(|_| r.admitted.is_some()) {
                 // Counted as withdrawn in the controller's totals; its commitment is undone.
@@ -317,7 +324,9 @@ impl Inner {
         } else {
             JobLifecycle::Removed
         };
-        self.store.end_job(job, state, now)?;
+        self.store
+            .write(move |s| s.end_job(job, state, now))
+            .wait()?;
         if finished {
             self.core.job_finished(id, now)?;
         } else {

@@ -1,7 +1,19 @@
 //! The manager's domain logic, independent of HTTP: one `ResourceManager` from
-//! `venn-core` driven on the wall clock, with every accepted input persisted to SQLite in
-//! the same critical section; the sweeper (venn-core's timers: expired leases, rounds left
-//! open past their deadline) and restart recovery.
+//! `venn-core` driven on the wall clock, with every accepted input persisted to SQLite;
+//! the sweeper (venn-core's timers: expired leases, rounds left open past their deadline)
+//! and restart recovery.
+//!
+//! Persisting: an input's store writes are queued to the one writer thread
+//! ([`crate::writer`]) inside the critical section that updates the core, so they apply
+//! in the core's order, and the input is answered only once they have committed. The hot
+//! inputs — check-ins and task reports — wait for the commit after releasing the lock (an
+//! HTTP handler awaits it: [`Manager::check_in_acked`], [`Manager::report_task_acked`]),
+//! so a group commit carries many of them and the lock is never held across SQLite. Rare
+//! inputs whose failure must be undone in the core (registration, round submission, a
+//! job's end) wait under the lock, as they always wrote, and the HTTP layer runs them on
+//! the blocking pool. Reads for the status page never touch SQLite; a read that must see
+//! every earlier write goes through the writer ([`Writer::read`]), one that need not (is
+//! this dead job evicted?) uses a read-only connection that never waits for writes.
 //!
 //! With admission control on ([`Settings::admission`]) registration goes through the
 //! [`AdmissionController`](venn_core::admission::AdmissionController) in the same critical
@@ -31,6 +43,7 @@ use crate::settings::Settings;
 use crate::sources::SourceLimits;
 use crate::store::{HistoryRound, JobLifecycle, Snapshot, Store, StoredJob, StoredTask};
 use crate::tokens;
+use crate::writer::{Ticket, Writer, WriterStats, wait_all};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
@@ -70,7 +83,10 @@ struct TaskMeta {
 
 struct Inner {
     core: ResourceManager,
-    store: Store,
+    /// Every write goes through here, queued in the order the core decided.
+    store: Writer,
+    /// Reads that need not wait for queued writes (see [`Inner::missing`]).
+    reader: Store,
     jobs: HashMap<u64, JobMeta>,
     tasks: HashMap<String, TaskMeta>,
     next_job_id: u64,
@@ -99,6 +115,8 @@ pub struct Manager {
     pub metrics: Metrics,
     /// Per-source connection shares and request rates (enforced by the HTTP layer).
     pub sources: Arc<SourceLimits>,
+    /// The store writer's commits and writes, for `/metrics`.
+    store_stats: Arc<WriterStats>,
 }
 
 /// At most [`limits::MAX_TAGS`] tags of at most [`limits::MAX_TAG_BYTES`] each.
@@ -183,9 +201,17 @@ impl Manager {
             history::RESTORE_ROUNDS,
             min_minute,
         )?)));
+        let admission = match settings.admission {
+            Some(p) => Some((p, store.admission_slots()?)),
+            None => None,
+        };
+        let reader = Store::open_reader(db)?;
+        let store = Writer::start(store)?;
+        let store_stats = store.stats().clone();
         let mut inner = Inner {
             core,
             store,
+            reader,
             jobs: HashMap::new(),
             tasks: HashMap::new(),
             next_job_id: snap.max_job_id.map_or(0, |m| m + 1),
@@ -195,7 +221,7 @@ impl Manager {
             checkins_flushed: 0,
             credential_jobs: HashMap::new(),
         };
-        let restored = inner.restore(snap, bucket_len, settings.admission, now)?;
+        let restored = inner.restore(snap, bucket_len, admission, now)?;
         tracing::info!(
             jobs = restored.0,
             open_rounds = restored.1,
@@ -211,6 +237,7 @@ impl Manager {
             sources: Arc::new(SourceLimits::new(&settings.server)),
             settings,
             metrics: Metrics::default(),
+            store_stats,
         })
     }
 
@@ -234,6 +261,11 @@ impl Manager {
     /// supply per minute); it never takes the core's lock.
     pub fn with_history<R>(&self, f: impl FnOnce(&History) -> R) -> R {
         f(&lock_history(&self.history))
+    }
+
+    /// The store writer's commits and writes so far.
+    pub fn store_stats(&self) -> &WriterStats {
+        &self.store_stats
     }
 
     /// A read-only view for `/v1/status` and `/metrics`.
@@ -275,9 +307,11 @@ impl Inner {
         }
     }
 
-    /// 410 for an evicted job, 404 for any other job that is not live.
+    /// 410 for an evicted job, 404 for any other job that is not live. It reads on the
+    /// read-only connection, never waiting for the writer: a dead job's row is committed
+    /// before its end was answered, and a request racing the eviction itself may hear 404.
     fn missing(&self, job: u64) -> ServiceError {
-        match self.store.job_state(job) {
+        match self.reader.job_state(job) {
             Ok(Some((JobLifecycle::Evicted, at))) => ServiceError::Evicted { job, at },
             Ok(_) => ServiceError::not_found(format!("unknown job {job}")),
             Err(e) => e.into(),

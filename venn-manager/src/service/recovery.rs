@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::store::StoredRound;
-use venn_core::admission::AdmittedJob;
+use venn_core::admission::{AdmittedJob, SavedSlot};
 
 /// What a restore brought back besides the jobs themselves.
 #[derive(Default)]
@@ -18,7 +18,7 @@ impl Inner {
         &mut self,
         mut snap: Snapshot,
         bucket_len: f64,
-        admission: Option<AdmissionParams>,
+        admission: Option<(AdmissionParams, Vec<SavedSlot>)>,
         now: Time,
     ) -> anyhow::Result<(usize, usize, usize, usize)> {
         for (bucket, profile, count) in &snap.checkins {
@@ -26,8 +26,7 @@ impl Inner {
             self.core
                 .observe_supply(&p, Time((*bucket as f64 + 0.5) * bucket_len), *count);
         }
-        if let Some(params) = admission {
-            let saved = self.store.admission_slots()?;
+        if let Some((params, saved)) = admission {
             self.admission = Some(AdmissionState::new(params, now, saved)?);
         }
         let mut counts = RestoreCounts::default();

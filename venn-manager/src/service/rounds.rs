@@ -41,7 +41,13 @@ impl Manager {
             Some((r, a)) if r == round.0 => a + 1,
             _ => 0,
         };
-        if let Err(e) = g.store.insert_round(job, round.0, attempt, &request, now) {
+        // Waited for under the lock: a failure is undone in the core before anyone sees
+        // the round.
+        let written = g
+            .store
+            .write(move |s| s.insert_round(job, round.0, attempt, &request, now))
+            .wait();
+        if let Err(e) = written {
             let _ = g
                 .core
                 .close_round(JobId(job), round, RoundOutcome::Abort, now);
@@ -125,7 +131,7 @@ impl Manager {
             check_metrics(m)?;
         }
         let now = self.clock.now();
-        let outcome = {
+        let (outcome, written) = {
             let mut g = self.lock();
             Self::authorize(&mut g, job, token, now)?;
             let open = g
@@ -133,12 +139,16 @@ impl Manager {
                 .job(JobId(job))
                 .and_then(|j| j.current.as_ref())
                 .is_some_and(|r| r.round.0 == round);
-            match (g.store.closed_attempt(job, round)?, how) {
+            // Read in order with the writes: a close queued just before is seen.
+            let closed = g.store.read(move |s| s.closed_attempt(job, round))?;
+            match (closed, how) {
                 (Some((attempt, done, closed_at)), CloseWith::Outcome(outcome))
                     if !open && done == outcome =>
                 {
                     if let Some(m) = metrics {
-                        g.store.put_round_metrics(job, round, attempt, &m)?;
+                        g.store
+                            .write(move |s| s.put_round_metrics(job, round, attempt, &m))
+                            .wait()?;
                         g.history().round_metrics(job, round, attempt, closed_at, m);
                     }
                     drop(g);
@@ -147,6 +157,7 @@ impl Manager {
                 _ => g.close(JobId(job), RoundId(round), how, metrics, now)?,
             }
         };
+        written.wait()?;
         match outcome {
             RoundOutcome::Success => self.metrics.rounds_success.fetch_add(1, Relaxed),
             RoundOutcome::Abort => self.metrics.rounds_abort.fetch_add(1, Relaxed),
@@ -196,7 +207,7 @@ fn check_metrics(m: &RoundMetrics) -> Result<(), ServiceError> {
 
 impl Inner {
     /// Closes `round` of `job` in the core as `how` says, then records it; returns how it
-    /// closed.
+    /// closed and the ticket of its write.
     pub(super) fn close(
         &mut self,
         job: JobId,
@@ -204,23 +215,25 @@ impl Inner {
         how: CloseWith,
         metrics: Option<RoundMetrics>,
         now: Time,
-    ) -> Result<RoundOutcome, ServiceError> {
+    ) -> Result<(RoundOutcome, Ticket), ServiceError> {
         let rec = match how {
             CloseWith::Outcome(outcome) => self.core.close_round(job, round, outcome, now)?,
             CloseWith::Results(n) => self.core.judge_round(job, round, Some(n), now)?,
         };
-        self.record_close(job, &rec, metrics, now)?;
-        Ok(rec.outcome)
+        let written = self.record_close(job, &rec, metrics, now);
+        Ok((rec.outcome, written))
     }
 
-    /// Persists and shows a round the core closed (`rec`), and releases its tasks.
+    /// Queues a round the core closed (`rec`) for the store — its close and its job's
+    /// metrics in one write — shows it, and releases its tasks. The caller waits for the
+    /// ticket after releasing the lock: the core has closed the round either way.
     pub(super) fn record_close(
         &mut self,
         job: JobId,
         rec: &RoundRecord,
         metrics: Option<RoundMetrics>,
         now: Time,
-    ) -> Result<(), ServiceError> {
+    ) -> Ticket {
         let (round, outcome) = (rec.round, rec.outcome);
         let state = self.core.job(job).expect("closed a live job's round");
         let progress = (state.rounds_done, state.next_round);
@@ -229,11 +242,13 @@ impl Inner {
             .get(&job.0)
             .and_then(|m| m.last)
             .map_or(0, |(_, a)| a);
-        self.store
-            .close_round(job.0, round.0, attempt, outcome, now, progress)?;
-        if let Some(m) = &metrics {
-            self.store.put_round_metrics(job.0, round.0, attempt, m)?;
-        }
+        let written = self.store.write(move |s| {
+            s.close_round(job.0, round.0, attempt, outcome, now, progress)?;
+            match &metrics {
+                Some(m) => s.put_round_metrics(job.0, round.0, attempt, m),
+                None => Ok(()),
+            }
+        });
         self.history().round_closed(HistoryRound {
             job_id: job.0,
             round: round.0,
@@ -255,6 +270,6 @@ impl Inner {
             collect_s = rec.response_collection(),
             "round closed"
         );
-        Ok(())
+        written
     }
 }

@@ -3,15 +3,36 @@
 use super::*;
 
 impl Manager {
-    /// A task's device (or its job) reports: acknowledged, finished or failed.
+    /// A task's device (or its job) reports: acknowledged, finished or failed. Blocks
+    /// the calling thread until the report is durable; async callers use
+    /// [`Manager::report_task_acked`].
     pub fn report_task(&self, token: &str, state: TaskState) -> Result<(), ServiceError> {
+        self.decide_report(token, state)?.wait()?;
+        self.count_report(state);
+        Ok(())
+    }
+
+    /// [`Manager::report_task`] for async callers: the task waits for the commit, not
+    /// the thread.
+    pub async fn report_task_acked(
+        &self,
+        token: &str,
+        state: TaskState,
+    ) -> Result<(), ServiceError> {
+        self.decide_report(token, state)?.await?;
+        self.count_report(state);
+        Ok(())
+    }
+
+    /// Has the core take the report and queues the task row's update (the core keeps the
+    /// report even if the write fails, as it did when the write came second in the lock).
+    fn decide_report(&self, token: &str, state: TaskState) -> Result<Ticket, ServiceError> {
         let unknown = || ServiceError::not_found("unknown or already closed task token");
         // Tasks are kept by their token's digest; a string of another form is no token.
         let key = tokens::digest(token).ok_or_else(unknown)?;
-        let token = key.as_str();
         let now = self.clock.now();
         let mut g = self.lock();
-        let t = g.tasks.get(token).cloned().ok_or_else(unknown)?;
+        let t = g.tasks.get(&key).cloned().ok_or_else(unknown)?;
         match state {
             TaskState::Acknowledged => g.core.task_acknowledged(t.job, t.round, t.device, now)?,
             TaskState::Finished => {
@@ -25,17 +46,18 @@ impl Manager {
                 ));
             }
         }
-        g.store.update_task(token, state, now)?;
         if state != TaskState::Acknowledged {
-            g.tasks.remove(token);
+            g.tasks.remove(&key);
         }
-        drop(g);
+        Ok(g.store.write(move |s| s.update_task(&key, state, now)))
+    }
+
+    fn count_report(&self, state: TaskState) {
         match state {
             TaskState::Finished => self.metrics.tasks_finished.fetch_add(1, Relaxed),
             TaskState::Failed => self.metrics.tasks_failed.fetch_add(1, Relaxed),
             _ => 0,
         };
-        Ok(())
     }
 
     /// Checks a task token belongs to `job` (jobs verify updates with it).

@@ -1,5 +1,9 @@
 //! The background ticker's duties: lease expiry and late-round aborts, admission
 //! control's slot closes and evictions, and flushing buffered check-in counts.
+//!
+//! Each duty queues its writes under the state lock and waits for them after releasing
+//! it: nothing is undone when they fail (the core has moved on either way; the error is
+//! returned for the ticker to log), and check-ins need not wait behind a flush's rows.
 
 use super::*;
 
@@ -15,6 +19,7 @@ impl Manager {
         // have failed, and rounds still open `round_grace_s` past it (their jobs are
         // presumed gone) come back aborted.
         let due = g.core.handle_timeout(now);
+        let mut written = Vec::new();
         for e in &due.expired {
             let token = g
                 .tasks
@@ -22,12 +27,15 @@ impl Manager {
                 .find(|(_, t)| (t.job, t.round, t.device) == (e.job, e.round, e.device))
                 .map(|(k, _)| k.clone());
             if let Some(token) = token {
-                g.store.update_task(&token, TaskState::Failed, now)?;
                 g.tasks.remove(&token);
+                written.push(
+                    g.store
+                        .write(move |s| s.update_task(&token, TaskState::Failed, now)),
+                );
             }
         }
         for closed in &due.closed {
-            g.record_close(closed.job, &closed.record, None, now)?;
+            written.push(g.record_close(closed.job, &closed.record, None, now));
             tracing::warn!(
                 job = closed.job.0,
                 round = closed.record.round.0,
@@ -45,6 +53,7 @@ impl Manager {
             }
         }
         drop(g);
+        wait_all(written)?;
         self.metrics
             .tasks_expired
             .fetch_add(due.expired.len() as u64, Relaxed);
@@ -81,21 +90,16 @@ impl Manager {
         }
         let evicted = closed.evicted;
         let (saved, min_slot) = adm.to_persist(now);
-        let mut first_err = g
-            .store
-            .put_admission_slots(&saved, min_slot)
-            .err()
-            .map(ServiceError::from);
+        let mut written = vec![
+            g.store
+                .write(move |s| s.put_admission_slots(&saved, min_slot)),
+        ];
         for s in &evicted {
-            if let Err(e) = g.evict(s.job, now) {
-                first_err.get_or_insert(e);
-            }
+            written.push(g.evict(s.job, now));
         }
         drop(guard);
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(evicted.iter().map(|s| s.job.0).collect()),
-        }
+        wait_all(written)?;
+        Ok(evicted.iter().map(|s| s.job.0).collect())
     }
 
     /// When admission control's open slot ends: [`Manager::tick_admission`] closes it
@@ -120,23 +124,30 @@ impl Manager {
         let mut g = self.lock();
         let rows: Vec<(i64, String, u32)> =
             g.checkin_buf.drain().map(|((b, p), c)| (b, p, c)).collect();
-        g.store.add_checkins(&rows)?;
+        let n = rows.len();
         let fresh = total.saturating_sub(g.checkins_flushed);
         let minute = (now.secs() / 60.0).floor() as i64;
-        g.store
-            .add_supply_minute(minute, fresh, minute - history::SUPPLY_MINUTES as i64)?;
         g.checkins_flushed = total;
         g.history().add_supply(minute, fresh);
-        if let Some(adm) = &g.admission {
-            // The open slot's tally, so a restart mid-slot keeps what it counted.
+        // The open slot's tally, so a restart mid-slot keeps what it counted.
+        let slots = g.admission.as_ref().map(|adm| {
             let (mut saved, min_slot) = adm.to_persist(now);
             saved.retain(|s| !s.judged);
-            g.store.put_admission_slots(&saved, min_slot)?;
-        }
+            (saved, min_slot)
+        });
         let bucket_len = self.settings.supply.window_s / self.settings.supply.buckets as f64;
         let min_bucket = ((now.secs() - self.settings.supply.window_s) / bucket_len).floor() as i64;
-        g.store.prune_checkins(min_bucket - 1)?;
-        Ok(rows.len())
+        let written = g.store.write(move |s| {
+            s.add_checkins(&rows)?;
+            s.add_supply_minute(minute, fresh, minute - history::SUPPLY_MINUTES as i64)?;
+            if let Some((saved, min_slot)) = &slots {
+                s.put_admission_slots(saved, *min_slot)?;
+            }
+            s.prune_checkins(min_bucket - 1).map(drop)
+        });
+        drop(g);
+        written.wait()?;
+        Ok(n)
     }
 }
 
@@ -160,20 +171,22 @@ impl Inner {
             .collect()
     }
 
-    /// Removes a job the admission controller evicted (it already forgot the job).
-    pub(super) fn evict(&mut self, job: JobId, now: Time) -> Result<(), ServiceError> {
+    /// Removes a job the admission controller evicted (it already forgot the job);
+    /// returns the ticket of its `evicted` row.
+    pub(super) fn evict(&mut self, job: JobId, now: Time) -> Ticket {
         tracing::warn!(
             job = job.0,
             "job evicted by admission control: realised capacity fell short (last admitted, first out)"
         );
         // Gone from the core whatever the store says: the controller already forgot it.
-        let stored = self.store.end_job(job.0, JobLifecycle::Evicted, now);
+        let stored = self
+            .store
+            .write(move |s| s.end_job(job.0, JobLifecycle::Evicted, now));
         let _ = self.core.remove_job(job, now);
         self.forget_job(job.0);
         self.tasks.retain(|_, t| t.job != job);
         self.history()
             .job_ended(job.0, JobLifecycle::Evicted, now.secs());
-        stored?;
-        Ok(())
+        stored
     }
 }

@@ -68,14 +68,6 @@ fn mean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
-/// Seconds per displayed unit and its name.
-fn unit(clock: Clock) -> (f64, &'static str) {
-    match clock {
-        Clock::Wall => (1.0, "s"),
-        Clock::Virtual => (3600.0, "h"),
-    }
-}
-
 /// One policy's figures for one model.
 struct Row {
     policy: String,
@@ -125,7 +117,7 @@ fn table_and_csv(results: &[LabResult]) -> Option<(String, String)> {
     // A schedule-only comparison has no accuracies: JCTs only.
     let trained = any_accuracy(results);
     let thresholds = shown_thresholds(base, trained);
-    let (secs, u) = unit(base.clock);
+    let (secs, u) = base.clock.unit();
     let mut text = if trained {
         format!(
             "per model: mean over its jobs, accuracy % with a 95 % interval over the jobs, \

@@ -19,17 +19,9 @@ use std::path::Path;
 use venn_plot::accuracy::{Panel, accuracy_grid_png, accuracy_png_with};
 
 use crate::results::{
-    Clock, JobOutcome, LabResult, accuracy_series, any_accuracy, paired, shown_thresholds,
+    JobOutcome, LabResult, accuracy_series, any_accuracy, paired, shown_thresholds,
 };
 pub use crate::results::{TAIL_ROUNDS, tail_accuracy};
-
-/// Seconds per displayed unit and the unit's name.
-fn unit(clock: Clock) -> (f64, &'static str) {
-    match clock {
-        Clock::Wall => (1.0, "s"),
-        Clock::Virtual => (3600.0, "h"),
-    }
-}
 
 fn thresholds(results: &[LabResult]) -> Vec<f64> {
     results
@@ -45,7 +37,7 @@ pub fn comparison_table(results: &[LabResult]) -> String {
     let Some(base) = results.first() else {
         return s;
     };
-    let (u, uname) = unit(base.clock);
+    let (u, uname) = base.clock.unit();
     let trained = any_accuracy(results);
     let ths = shown_thresholds(base, trained);
     let w = base

@@ -98,12 +98,31 @@ pub enum Clock {
 }
 
 impl Clock {
+    /// Seconds per unit of every table of a run on this clock, and the unit's name: one
+    /// unit for every table of an output (a run's own, the comparisons, the summaries
+    /// over seeds), hours for the virtual clock's long runs.
+    pub(crate) fn unit(self) -> (f64, &'static str) {
+        match self {
+            Clock::Wall => (1.0, "s"),
+            Clock::Virtual => (3600.0, "h"),
+        }
+    }
+
     /// Seconds per plotted x unit, and the axis name.
     pub(crate) fn axis(self) -> (f64, &'static str) {
         match self {
             Clock::Wall => (60.0, "wall time (minutes)"),
             Clock::Virtual => (3600.0, "virtual time (hours)"),
         }
+    }
+}
+
+/// `secs` in a table's unit of `per` seconds: seconds with one decimal, hours with two.
+fn in_unit(secs: f64, per: f64) -> String {
+    if per == 1.0 {
+        format!("{secs:.1}")
+    } else {
+        format!("{:.2}", secs / per)
     }
 }
 
@@ -228,7 +247,7 @@ impl LabResult {
             self.policy,
             self.wall_s,
             if self.clock == Clock::Virtual {
-                "; times below are virtual seconds"
+                "; times below are virtual hours"
             } else {
                 ""
             },
@@ -254,15 +273,20 @@ impl LabResult {
             s.push_str(&self.schedule_table(w));
             return s;
         }
+        let (per, unit) = self.clock.unit();
         let mut head = format!(
             "{:<w$} {:>8} {:>7} {:>9} {:>7}",
-            "job", "JCT s", "rounds", "final acc", "last 3"
+            "job",
+            format!("JCT {unit}"),
+            "rounds",
+            "final acc",
+            "last 3"
         );
         for (a, _, _) in &self.avg_tta_s {
             let _ = write!(head, " {:>10}", format!("TTA {:.0}%", a * 100.0));
         }
         let _ = writeln!(s, "{head}");
-        let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
+        let f = |v: Option<f64>| v.map_or("-".to_string(), |x| in_unit(x, per));
         for j in &self.jobs {
             let pct = |a: Option<f64>| a.map_or("-".into(), |a| format!("{:.1}%", a * 100.0));
             let mut line = format!(
@@ -293,9 +317,10 @@ impl LabResult {
         if !self.avg_tta_s.is_empty() {
             let _ = writeln!(
                 s,
-                "TTA X%: seconds from arrival to the first of {} evaluation(s) in a row at or \
+                "TTA X%: {} from arrival to the first of {} evaluation(s) in a row at or \
                  above X; the average is over the jobs that reached it (their count in \
                  brackets); - : not reached",
+                if per == 1.0 { "seconds" } else { "hours" },
                 self.tta_rule.consecutive
             );
         }
@@ -305,13 +330,20 @@ impl LabResult {
     /// The table of a run without evaluations (`venn-lab sim --schedule-only`): per job its
     /// JCT, rounds, aborted attempts, the summed scheduling delay and response collection
     /// of its rounds' successful attempts, and the rest of the JCT (attempts aborted and
-    /// retried), all in seconds on the run's clock.
+    /// retried), in the clock's unit ([`Clock::unit`]).
     fn schedule_table(&self, w: usize) -> String {
+        let (per, unit) = self.clock.unit();
         let mut s = format!(
             "{:<w$} {:>9} {:>7} {:>8} {:>12} {:>12} {:>11}\n",
-            "job", "JCT s", "rounds", "aborted", "sched delay", "collection", "aborted s"
+            "job",
+            format!("JCT {unit}"),
+            "rounds",
+            "aborted",
+            format!("sched delay {unit}"),
+            format!("collection {unit}"),
+            format!("aborted {unit}"),
         );
-        let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
+        let f = |v: Option<f64>| v.map_or("-".to_string(), |x| in_unit(x, per));
         for j in &self.jobs {
             let sum =
                 |g: fn(&fl_job::runner::RoundRow) -> f64| j.history.iter().map(g).sum::<f64>();
@@ -322,13 +354,13 @@ impl LabResult {
             );
             let _ = writeln!(
                 s,
-                "{:<w$} {:>9} {:>7} {:>8} {:>12.1} {:>12.1} {:>11}",
+                "{:<w$} {:>9} {:>7} {:>8} {:>12} {:>12} {:>11}",
                 j.name,
                 f(j.jct_s),
                 j.rounds,
                 aborted,
-                sd,
-                rc,
+                f(Some(sd)),
+                f(Some(rc)),
                 f(j.jct_s.map(|t| (t - sd - rc).max(0.0))),
             );
         }
@@ -336,7 +368,7 @@ impl LabResult {
         s.push_str(
             "sched delay: from a round's request until it had its devices (all it asked for, or \
              the last one whose result it used); collection: from then to its close; both over \
-             the successful attempts. aborted s: the rest of the JCT, in attempts that were \
+             the successful attempts. aborted: the rest of the JCT, in attempts that were \
              aborted and retried\n",
         );
         s

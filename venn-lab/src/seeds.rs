@@ -408,10 +408,7 @@ pub fn write_seeds_numbered<R: AsRef<[LabResult]>>(
         .map(|r| r.clock)
         .unwrap_or_default();
     let (secs, axis) = clock.axis();
-    let unit = match clock {
-        crate::results::Clock::Wall => (1.0, "s"),
-        crate::results::Clock::Virtual => (3600.0, "h"),
-    };
+    let unit = clock.unit();
     let mut text = summary.table(unit);
     if let Some(per_model) = crate::by_model::over_seeds_table(runs) {
         text.push('\n');

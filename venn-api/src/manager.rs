@@ -100,8 +100,12 @@ pub struct RoundStatus {
     pub closed_at: Option<f64>,
     /// How it closed.
     pub outcome: Option<RoundOutcome>,
-    /// Scheduling delay so far or final (seconds).
+    /// Scheduling delay so far or final (seconds): until the round had its devices (all it
+    /// asked for, or, closed before that, the last one whose result it used).
     pub scheduling_delay_s: f64,
+    /// Response collection (seconds): from then to the close; 0 while open.
+    #[serde(default)]
+    pub response_collection_s: f64,
 }
 
 /// `POST /v1/jobs/{id}/rounds/{round}/close`.

@@ -190,7 +190,7 @@ impl History {
                 RoundOutcome::Success => j.successes += 1,
                 RoundOutcome::Abort => j.aborts += 1,
             }
-            let fulfilled = r.fulfilled_at.unwrap_or(r.closed_at);
+            let fulfilled = r.scheduled_at.unwrap_or(r.closed_at);
             j.scheduling_delay_s += (fulfilled - r.submitted_at).max(0.0);
             j.collection_s += (r.closed_at - fulfilled).max(0.0);
             apply_metrics(j, r.round, r.closed_at, r.metrics);
@@ -289,6 +289,7 @@ mod tests {
             demand: 3,
             submitted_at: at - 10.0,
             fulfilled_at: Some(at - 4.0),
+            scheduled_at: Some(at - 4.0),
             closed_at: at,
             outcome: RoundOutcome::Success,
             metrics: RoundMetrics {

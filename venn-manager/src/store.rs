@@ -255,6 +255,9 @@ pub struct HistoryRound {
     pub submitted_at: f64,
     /// When fully assigned.
     pub fulfilled_at: Option<f64>,
+    /// Where its scheduling delay ended ([`venn_core::RoundRecord::scheduled_at`]): the
+    /// full assignment, or the last assignment whose result the round counted.
+    pub scheduled_at: Option<f64>,
     /// When closed.
     pub closed_at: f64,
     /// How it closed.
@@ -765,7 +768,11 @@ impl Store {
         };
         let mut st = self.conn.prepare(
             "SELECT r.job_id, r.round, r.attempt, r.demand, r.submitted_at, r.fulfilled_at,
-                    r.closed_at, r.outcome, m.accuracy, m.loss, m.participants, m.eval_samples
+                    r.closed_at, r.outcome, m.accuracy, m.loss, m.participants, m.eval_samples,
+                    COALESCE(r.fulfilled_at,
+                      (SELECT MAX(t.assigned_at) FROM tasks t
+                       WHERE (t.job_id, t.round, t.attempt) = (r.job_id, r.round, r.attempt)
+                         AND t.state = 'finished'))
              FROM rounds r LEFT JOIN round_metrics m
                ON (m.job_id, m.round, m.attempt) = (r.job_id, r.round, r.attempt)
              WHERE r.job_id >= ?1 AND r.outcome IS NOT NULL
@@ -779,6 +786,7 @@ impl Store {
                 demand: r.get(3)?,
                 submitted_at: r.get(4)?,
                 fulfilled_at: r.get(5)?,
+                scheduled_at: r.get(12)?,
                 closed_at: r.get(6)?,
                 outcome: parse_outcome(&r.get::<_, String>(7)?),
                 metrics: RoundMetrics {

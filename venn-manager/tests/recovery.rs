@@ -392,3 +392,65 @@ async fn tokens_are_kept_as_digests_in_a_file_only_its_owner_reads() {
         "0123456789abcdef0123456789abcdef"
     ));
 }
+
+/// A round the job closes on enough results before its whole demand was assigned splits at
+/// the last device it used: its status says so, and so does a restarted manager.
+#[tokio::test]
+async fn a_round_closed_before_full_assignment_reports_its_response_collection() {
+    let (m, clock, db) = manager("split");
+    let app = router(m.clone());
+    let (job, token) = register(&app, "a").await;
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":3,"deadline_s":600,"min_response_fraction":0.5}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let mut tasks = Vec::new();
+    for device in [1, 2] {
+        let (_, v) = call(
+            &app,
+            "POST",
+            "/v1/check-in",
+            None,
+            Some(&checkin_body(device, 1.0)),
+        )
+        .await;
+        tasks.push(v["assignment"]["task_token"].as_str().unwrap().to_string());
+        clock.advance(10.0);
+    }
+    clock.advance(20.0);
+    for t in &tasks {
+        let path = format!("/v1/tasks/{t}/finished");
+        assert_eq!(
+            call(&app, "POST", &path, None, None).await.0,
+            StatusCode::NO_CONTENT
+        );
+    }
+    let close = format!("/v1/jobs/{job}/rounds/0/close");
+    let (s, v) = call(&app, "POST", &close, Some(&token), Some(r#"{"results":2}"#)).await;
+    assert_eq!(
+        (s, v["outcome"].as_str()),
+        (StatusCode::OK, Some("success")),
+        "{v}"
+    );
+    let split = |v: &serde_json::Value| {
+        (
+            v["scheduling_delay_s"].as_f64().unwrap(),
+            v["response_collection_s"].as_f64().unwrap(),
+        )
+    };
+    let status = format!("/v1/jobs/{job}/rounds/0");
+    let (_, v) = call(&app, "GET", &status, None, None).await;
+    assert_eq!(v["assigned"].as_u64(), Some(2), "{v}");
+    // Device 2, the last one used, was assigned 10 s after the request; closed at 40 s.
+    assert_eq!(split(&v), (10.0, 30.0), "{v}");
+    drop(app);
+    drop(m);
+    let m2 = Arc::new(Manager::open(Settings::default(), &db, clock).unwrap());
+    let (_, v) = call(&router(m2), "GET", &status, None, None).await;
+    assert_eq!(split(&v), (10.0, 30.0), "restored: {v}");
+}

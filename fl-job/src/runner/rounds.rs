@@ -201,10 +201,7 @@ impl Rounds<'_> {
             participants,
             stragglers: status.assigned.saturating_sub(participants),
             scheduling_delay_s: status.scheduling_delay_s,
-            response_collection_s: match (status.fulfilled_at, status.closed_at) {
-                (Some(f), Some(c)) => (c - f).max(0.0),
-                _ => 0.0,
-            },
+            response_collection_s: status.response_collection_s,
             ..RoundRow::unevaluated(self.opts.t0.elapsed().as_secs_f64(), r, attempts)
         };
         row.set_eval(&eval);

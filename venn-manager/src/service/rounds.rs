@@ -90,6 +90,7 @@ impl Manager {
                 closed_at: None,
                 outcome: None,
                 scheduling_delay_s: r.fulfilled_at.unwrap_or(now).since(r.submitted_at),
+                response_collection_s: 0.0,
             });
         }
         let rec = state
@@ -111,6 +112,7 @@ impl Manager {
             closed_at: Some(rec.closed_at.secs()),
             outcome: Some(rec.outcome),
             scheduling_delay_s: rec.scheduling_delay(),
+            response_collection_s: rec.response_collection(),
         })
     }
 
@@ -256,6 +258,7 @@ impl Inner {
             demand: rec.demand,
             submitted_at: rec.submitted_at.secs(),
             fulfilled_at: rec.fulfilled_at.map(Time::secs),
+            scheduled_at: rec.scheduled_at.map(Time::secs),
             closed_at: rec.closed_at.secs(),
             outcome,
             metrics: metrics.unwrap_or_default(),

@@ -168,7 +168,7 @@ fn rounds_table(d: &PageData) -> Markup {
             thead { tr { th { "closed" } th { "job" } th { "round" } th { "outcome" } th class="num" { "scheduling delay" } th class="num" { "collection" } th class="num" { "accuracy" } th class="num" { "participants" } } }
             tbody {
                 @for (r, name) in &d.rounds {
-                    @let fulfilled = r.fulfilled_at.unwrap_or(r.closed_at);
+                    @let fulfilled = r.scheduled_at.unwrap_or(r.closed_at);
                     tr {
                         td { (clock(r.closed_at)) }
                         td { (name) " " span class="dim" { "#" (r.job_id) } }

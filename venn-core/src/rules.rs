@@ -53,6 +53,14 @@ impl RoundRule {
         self
     }
 
+    /// The fewest devices that could make the round a success, whichever way it closes:
+    /// its early-close count, or the `fraction × demand` dispatched that the deadline rule
+    /// asks for. A driver refusing rounds its supply cannot serve compares this.
+    pub fn fewest_devices(&self) -> u32 {
+        let at_deadline = (f64::from(self.demand) * self.min_response_fraction).ceil() as u32;
+        self.close_at.min(at_deadline.max(1))
+    }
+
     /// Do `results` results close the round before its deadline?
     pub fn closes_early(&self, results: u32) -> bool {
         results >= self.close_at

@@ -43,6 +43,34 @@ pub struct Settings {
     /// class costs memory and a stored row per supply bucket. `None`: unbounded.
     #[serde(default = "default_max_profile_classes")]
     pub max_profile_classes: Option<usize>,
+    /// When submitted rounds are judged against the supply seen so far and refused if it
+    /// rules them out ([`Feasibility`]); `None`: never.
+    #[serde(default = "default_feasibility")]
+    pub feasibility: Option<Feasibility>,
+}
+
+fn default_feasibility() -> Option<Feasibility> {
+    Some(Feasibility::default())
+}
+
+/// When the manager judges submitted rounds against the supply it has seen
+/// (`service/feasibility.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Feasibility {
+    /// Seconds of check-ins the supply estimate must cover before it can refuse a round.
+    pub min_observed_s: f64,
+    /// Check-ins it must have counted in its window before it can refuse a round.
+    pub min_check_ins: u64,
+}
+
+impl Default for Feasibility {
+    fn default() -> Self {
+        Feasibility {
+            min_observed_s: 300.0,
+            min_check_ins: 100,
+        }
+    }
 }
 
 /// Default of [`Settings::max_profile_classes`]: far above the few hundred distinct
@@ -220,6 +248,7 @@ impl Default for Settings {
             server: ServerLimits::default(),
             registration: Registration::default(),
             max_profile_classes: default_max_profile_classes(),
+            feasibility: default_feasibility(),
         }
     }
 }

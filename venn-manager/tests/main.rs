@@ -11,6 +11,7 @@ mod browser;
 mod client;
 mod common;
 mod custom_policy;
+mod feasibility;
 mod fuzz;
 mod recovery;
 mod server_limits;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use venn_core::admission::AdmissionParams;
 use venn_core::{FitRule, PolicyArgs, PolicyConfig, PolicyKind, SupplyConfig};
-use venn_manager::settings::{Registration, ServerLimits};
+use venn_manager::settings::{Feasibility, Registration, ServerLimits};
 use venn_manager::{Clock, Manager, Settings, server};
 
 /// Serve the Venn resource manager: FL jobs register and submit round requests; devices
@@ -33,6 +33,15 @@ struct Args {
     /// Supply-estimator window in seconds.
     #[arg(long, default_value_t = 86400.0)]
     supply_window_s: f64,
+    /// Refuse a submitted round (422) that the check-ins seen so far rule out: no eligible
+    /// device, fewer eligible check-ins than the round's fewest devices, or a deadline
+    /// below the fastest eligible device's task. Judged only after this many seconds of
+    /// check-ins (and --feasibility-min-check-ins of them); 0 turns the check off.
+    #[arg(long, default_value_t = 300.0, value_name = "SECS")]
+    feasibility_after_s: f64,
+    /// Check-ins the manager must have counted before it refuses a round.
+    #[arg(long, default_value_t = 100)]
+    feasibility_min_check_ins: u64,
     /// Seconds an idle device waits before checking in again.
     #[arg(long, default_value_t = 5.0)]
     retry_after_s: f64,
@@ -180,6 +189,10 @@ async fn main() -> anyhow::Result<()> {
             prior_per_slot: a.admission_prior,
         }),
         max_profile_classes: (a.max_profile_classes > 0).then_some(a.max_profile_classes),
+        feasibility: (a.feasibility_after_s > 0.0).then_some(Feasibility {
+            min_observed_s: a.feasibility_after_s,
+            min_check_ins: a.feasibility_min_check_ins,
+        }),
         ..Settings::default()
     };
     let manager = Arc::new(

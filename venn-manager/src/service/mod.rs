@@ -26,6 +26,7 @@
 //! state they share. Errors are [`ServiceError`]s, which the HTTP layer maps to statuses.
 
 mod devices;
+mod feasibility;
 mod jobs;
 mod recovery;
 mod rounds;

@@ -36,6 +36,9 @@ impl Manager {
         let request =
             RoundRequest::new(req.demand, now + req.deadline_s, req.min_response_fraction)
                 .closing_at(req.close_at);
+        if let Some(rule) = self.settings.feasibility {
+            super::feasibility::check_round(&g.core, JobId(job), &request, now, rule)?;
+        }
         let round = g.core.submit_request(JobId(job), request, now)?;
         let attempt = match g.jobs[&job].last {
             Some((r, a)) if r == round.0 => a + 1,

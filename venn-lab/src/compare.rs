@@ -18,6 +18,8 @@ use std::path::Path;
 
 use venn_plot::accuracy::{Panel, accuracy_grid_png, accuracy_png_with};
 
+use venn_plot::bars::stacked_bars_png;
+
 use crate::results::{
     JobOutcome, LabResult, accuracy_series, any_accuracy, paired, shown_thresholds,
 };
@@ -169,7 +171,9 @@ fn accuracy_change(
 /// `compare/<job>.png` (a curve per policy) and `compare.png` (all jobs' panels in one
 /// grid) into `out`, and where the runs recorded each job's model the per-model table
 /// (appended to `compare.txt`), `by-model.csv` and `by-model.png` ([`crate::by_model`]);
-/// without accuracies (schedule-only) neither accuracy plot is drawn;
+/// without accuracies (schedule-only) neither accuracy plot is drawn, but
+/// `compare/schedule.png`: each job's JCT split into scheduling delay, response
+/// collection and aborted attempts, per policy;
 /// returns the table.
 pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<String> {
     let text = comparison_table(results);
@@ -233,6 +237,26 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
     if trained {
         accuracy_grid_png(&out.join("compare.png"), axis, 4, &panels)
             .map_err(std::io::Error::other)?;
+    } else {
+        // What it has instead: each job's JCT, split, under every policy side by side.
+        let bars: Vec<_> = base
+            .jobs
+            .iter()
+            .flat_map(|jb| {
+                results.iter().filter_map(move |r| {
+                    let i = r.jobs.iter().position(|j| j.name == jb.name)?;
+                    r.schedule_bars(true).into_iter().nth(i)
+                })
+            })
+            .collect();
+        stacked_bars_png(
+            &out.join("compare").join("schedule.png"),
+            &format!("{}: what each JCT is made of, by policy", base.name),
+            &format!("time ({})", base.clock.unit().1),
+            &crate::results::SPLIT_NAMES,
+            &bars,
+        )
+        .map_err(std::io::Error::other)?;
     }
     std::fs::write(out.join("compare.csv"), csv)?;
     let mut text = text;

@@ -10,6 +10,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 use venn_core::stats::TtaRule;
 use venn_plot::accuracy::{Series, accuracy_png_with};
+use venn_plot::bars::{Bar, stacked_bars_png};
+
+/// The parts of a JCT in [`LabResult::schedule_bars`], in order.
+pub(crate) const SPLIT_NAMES: [&str; 3] = [
+    "scheduling delay",
+    "response collection",
+    "aborted attempts",
+];
 
 /// How one job went.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -33,6 +41,15 @@ pub struct JobOutcome {
 }
 
 impl JobOutcome {
+    /// Seconds of scheduling delay and of response collection summed over its rounds'
+    /// successful attempts, and the rest of its JCT (attempts aborted and retried), if
+    /// it has a JCT.
+    pub fn jct_split(&self) -> (f64, f64, Option<f64>) {
+        let sd: f64 = self.history.iter().map(|r| r.scheduling_delay_s).sum();
+        let rc: f64 = self.history.iter().map(|r| r.response_collection_s).sum();
+        (sd, rc, self.jct_s.map(|t| (t - sd - rc).max(0.0)))
+    }
+
     pub(crate) fn from_report(r: JobReport) -> Self {
         JobOutcome {
             name: r.name.clone(),
@@ -264,11 +281,7 @@ impl LabResult {
             .max()
             .unwrap_or(0)
             .max(20);
-        let evaluated = self
-            .jobs
-            .iter()
-            .any(|j| j.history.iter().any(|r| r.accuracy.is_finite()));
-        if !evaluated {
+        if !self.evaluated() {
             // A schedule-only run: what it has, no empty accuracy columns.
             s.push_str(&self.schedule_table(w));
             return s;
@@ -345,13 +358,8 @@ impl LabResult {
         );
         let f = |v: Option<f64>| v.map_or("-".to_string(), |x| in_unit(x, per));
         for j in &self.jobs {
-            let sum =
-                |g: fn(&fl_job::runner::RoundRow) -> f64| j.history.iter().map(g).sum::<f64>();
             let aborted: u32 = j.history.iter().map(|r| r.attempts.saturating_sub(1)).sum();
-            let (sd, rc) = (
-                sum(|r| r.scheduling_delay_s),
-                sum(|r| r.response_collection_s),
-            );
+            let (sd, rc, rest) = j.jct_split();
             let _ = writeln!(
                 s,
                 "{:<w$} {:>9} {:>7} {:>8} {:>12} {:>12} {:>11}",
@@ -361,7 +369,7 @@ impl LabResult {
                 aborted,
                 f(Some(sd)),
                 f(Some(rc)),
-                f(j.jct_s.map(|t| (t - sd - rc).max(0.0))),
+                f(rest),
             );
         }
         let _ = writeln!(s, "{:<w$} {:>9}", "average", f(self.avg_jct_s));
@@ -374,7 +382,35 @@ impl LabResult {
         s
     }
 
-    /// Writes `summary.json`, `tta.csv` and `accuracy.png` into `out`.
+    /// Bars of what each job's JCT is made of ([`JobOutcome::jct_split`]) in the clock's
+    /// unit, labelled with the job (and the policy, with `policy`).
+    pub(crate) fn schedule_bars(&self, policy: bool) -> Vec<Bar> {
+        let per = self.clock.unit().0;
+        self.jobs
+            .iter()
+            .map(|j| {
+                let (sd, rc, ab) = j.jct_split();
+                Bar {
+                    label: if policy {
+                        format!("{} · {}", j.name, self.policy)
+                    } else {
+                        j.name.clone()
+                    },
+                    segments: vec![sd / per, rc / per, ab.unwrap_or(0.0) / per],
+                }
+            })
+            .collect()
+    }
+
+    /// Whether any job of the run was evaluated.
+    pub(crate) fn evaluated(&self) -> bool {
+        self.jobs
+            .iter()
+            .any(|j| j.history.iter().any(|r| r.accuracy.is_finite()))
+    }
+
+    /// Writes `summary.json`, `tta.csv` and `accuracy.png` (`schedule.png` for a run
+    /// without evaluations) into `out`.
     pub fn write(&self, out: &Path) -> std::io::Result<()> {
         std::fs::write(
             out.join("summary.json"),
@@ -402,6 +438,17 @@ impl LabResult {
             tta.push('\n');
         }
         std::fs::write(out.join("tta.csv"), tta)?;
+        if !self.evaluated() {
+            let unit = self.clock.unit().1;
+            return stacked_bars_png(
+                &out.join("schedule.png"),
+                &format!("{} — {}: what each JCT is made of", self.name, self.policy),
+                &format!("time ({unit})"),
+                &SPLIT_NAMES,
+                &self.schedule_bars(false),
+            )
+            .map_err(std::io::Error::other);
+        }
         let (unit, axis) = self.clock.axis();
         let series: Vec<Series> = self
             .jobs

@@ -146,7 +146,8 @@ fn summarize_redraws_a_seeds_folder_from_the_command_line() {
     ] {
         std::fs::remove_file(dir.join(f)).unwrap();
     }
-    // The runs are schedule-only: no accuracy picture to draw.
+    // The runs are schedule-only: no accuracy picture to draw, each seed's comparison
+    // draws its JCTs' split instead.
     assert!(!dir.join("compare-seeds.png").exists());
     let out = Command::new(env!("CARGO_BIN_EXE_venn-lab"))
         .args(["summarize", "--policies", "random,venn"])
@@ -159,6 +160,8 @@ fn summarize_redraws_a_seeds_folder_from_the_command_line() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(dir.join("seed-0/compare/schedule.png").is_file());
+    assert!(!dir.join("seed-0/compare.png").exists());
     assert!(stdout.contains("summary over 2 seed(s)"), "{stdout}");
     assert!(read(&dir.join("summary.json")) == before);
     for f in ["compare.txt", "compare-seeds.csv", "jct-seeds.png"] {

@@ -3,11 +3,14 @@
 //! - [`accuracy`]: accuracy against time, one curve per policy or job with its 95 % band,
 //!   single charts and grids of panels, and estimates with intervals (venn-lab's results
 //!   folders, `fl-job fedavg`).
+//! - [`bars`]: horizontal stacked bars (what each job's completion time is made of, for
+//!   runs without evaluations).
 //! - [`lines`]: plain line charts (venn-sim's sweeps, overhead and admission plots).
 //! - `font.rs`: the font lookup both use ([`fonts_available`]): `$VENN_PLOT_FONT`, then the
 //!   usual system places; without a font the charts are drawn without text.
 
 pub mod accuracy;
+pub mod bars;
 mod font;
 pub mod lines;
 

@@ -81,12 +81,6 @@ impl RoundRequest {
         self.close_at = results;
         self
     }
-
-    /// The fewest devices that could make this round a success
-    /// ([`crate::rules::RoundRule::fewest_devices`]).
-    pub fn fewest_devices(&self) -> u32 {
-        crate::rules::RoundRule::of(self).fewest_devices()
-    }
 }
 
 /// A device-capacity band a request is restricted to by tier matching: devices whose

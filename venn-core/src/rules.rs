@@ -80,6 +80,15 @@ impl RoundRule {
     }
 }
 
+impl RoundRequest {
+    /// The fewest devices that could make this round a success
+    /// ([`RoundRule::fewest_devices`]). Here rather than in `job.rs`, beside the rule it
+    /// asks, so that the request's module does not depend on the rules'.
+    pub fn fewest_devices(&self) -> u32 {
+        RoundRule::of(self).fewest_devices()
+    }
+}
+
 /// Who closes rounds ([`ManagerConfig::closing`](crate::ManagerConfig)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "snake_case")]

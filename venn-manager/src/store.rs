@@ -21,8 +21,10 @@
 //! The status page's history lives beside: a closed round's metrics as its job reported
 //! them (`round_metrics`) and all check-ins per minute over the last day
 //! (`supply_minutes`, written with every flush).
-//! Schema changes are additive (`CREATE TABLE IF NOT EXISTS`), so a database written by
-//! an older manager opens unchanged and simply has no admitted jobs.
+//! Schema changes are additive (`CREATE TABLE IF NOT EXISTS`, added columns), so a
+//! database written by an older manager opens and simply has no admitted jobs; the one
+//! exception, schema 8, re-keys `tasks` by id in one transaction when such a database is
+//! first opened, and its outstanding tokens keep working ([`rekey_tasks`]).
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashMap;
@@ -35,8 +37,13 @@ use venn_core::{JobSpec, RoundOutcome, RoundRequest, Time};
 /// Schema version written to `meta` (2: `admissions`; 3: `admission_slots`; 4: tokens
 /// kept as digests; 5: `round_metrics` and `supply_minutes`, for the status page, and
 /// `job_credentials`, for the per-credential quota; 6: `round_metrics.eval_samples`;
-/// 7: `rounds.close_at`, an over-committed request's own close count).
-const SCHEMA_VERSION: &str = "7";
+/// 7: `rounds.close_at`, an over-committed request's own close count; 8: tasks keyed by
+/// an id that their tokens carry, see [`rekey_tasks`]).
+const SCHEMA_VERSION: &str = "8";
+
+/// The `meta` key under which schema 8's migration notes the first id it did not give
+/// to an older task: tasks below it have tokens of the older form (found by digest).
+const LEGACY_TASKS_BELOW: &str = "legacy_task_ids_below";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,7 +58,7 @@ CREATE TABLE IF NOT EXISTS rounds(
   submitted_at REAL NOT NULL, fulfilled_at REAL, closed_at REAL, outcome TEXT, close_at INTEGER,
   PRIMARY KEY(job_id, round, attempt));
 CREATE TABLE IF NOT EXISTS tasks(
-  token TEXT PRIMARY KEY, job_id INTEGER NOT NULL, round INTEGER NOT NULL,
+  id INTEGER PRIMARY KEY, digest TEXT NOT NULL, job_id INTEGER NOT NULL, round INTEGER NOT NULL,
   attempt INTEGER NOT NULL, device_id INTEGER NOT NULL, assigned_at REAL NOT NULL,
   capacity_s REAL NOT NULL, lease_until REAL NOT NULL, state TEXT NOT NULL,
   reported_at REAL);
@@ -96,6 +103,56 @@ fn add_eval_samples_column(conn: &Connection) -> rusqlite::Result<()> {
     if !has {
         conn.execute_batch("ALTER TABLE round_metrics ADD COLUMN eval_samples INTEGER")?;
     }
+    Ok(())
+}
+
+/// Does `table` have `column`?
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?
+        .exists(params![table, column])
+}
+
+/// Schema 8 keys tasks by an `INTEGER PRIMARY KEY` id that their tokens carry
+/// ([`crate::tokens`]). Before, the key was the token's digest: random, so every
+/// assignment dirtied a random page of its index and a group commit wrote as many index
+/// pages as it held assignments (the writer's main cost under load). Now an assignment
+/// appends to the table and a report updates a recent row, by id. A database from before
+/// gets its rows copied in rowid order (assignment order), each keeping its rowid as its
+/// id and its token's digest; their tokens have no id, so the first id after them is
+/// noted ([`LEGACY_TASKS_BELOW`]) and a restarted manager finds those tasks by digest.
+/// One transaction: a crash leaves the old table or the new one.
+fn rekey_tasks(conn: &Connection) -> rusqlite::Result<()> {
+    if !has_column(conn, "tasks", "token")? {
+        return Ok(());
+    }
+    conn.execute_batch(
+        "BEGIN IMMEDIATE;
+         CREATE TABLE tasks_by_id(
+           id INTEGER PRIMARY KEY, digest TEXT NOT NULL, job_id INTEGER NOT NULL,
+           round INTEGER NOT NULL, attempt INTEGER NOT NULL, device_id INTEGER NOT NULL,
+           assigned_at REAL NOT NULL, capacity_s REAL NOT NULL, lease_until REAL NOT NULL,
+           state TEXT NOT NULL, reported_at REAL);
+         INSERT INTO tasks_by_id
+           SELECT rowid, token, job_id, round, attempt, device_id, assigned_at, capacity_s,
+                  lease_until, state, reported_at
+           FROM tasks ORDER BY rowid;
+         INSERT INTO meta(key, value)
+           SELECT 'legacy_task_ids_below', COALESCE(MAX(id), 0) + 1 FROM tasks_by_id
+           WHERE true ON CONFLICT(key) DO UPDATE SET value = excluded.value;
+         DROP TABLE tasks;
+         ALTER TABLE tasks_by_id RENAME TO tasks;
+         CREATE INDEX tasks_by_round ON tasks(job_id, round, attempt);
+         COMMIT;",
+    )
+    .inspect_err(|_| {
+        let _ = conn.execute_batch("ROLLBACK");
+    })?;
+    let below: String = conn.query_row(
+        "SELECT value FROM meta WHERE key = ?1",
+        params![LEGACY_TASKS_BELOW],
+        |r| r.get(0),
+    )?;
+    tracing::info!(legacy_ids_below = %below, "store: tasks re-keyed by id (schema 8)");
     Ok(())
 }
 
@@ -148,8 +205,10 @@ pub struct StoredRound {
 /// A task row.
 #[derive(Clone, Debug)]
 pub struct StoredTask {
-    /// Digest of the task token ([`crate::tokens`]).
-    pub token: String,
+    /// Id: the row's key, and the first part of its token ([`crate::tokens`]).
+    pub id: u64,
+    /// Digest of the task token, 64 hex digits ([`crate::tokens`]).
+    pub digest: String,
     /// Job id.
     pub job_id: u64,
     /// Round number.
@@ -185,6 +244,11 @@ pub struct Snapshot {
     pub admissions: HashMap<u64, AdmittedJob>,
     /// Largest job id ever used.
     pub max_job_id: Option<u64>,
+    /// Largest task id ever used.
+    pub max_task_id: Option<u64>,
+    /// Tasks with ids below this one have tokens of the older form, without their id
+    /// (written before schema 8): they are found by digest.
+    pub legacy_tasks_below: u64,
     /// The registration credential of each active job that had one.
     pub credentials: HashMap<u64, String>,
 }
@@ -370,7 +434,13 @@ fn owner_only(path: &Path) -> std::io::Result<()> {
 /// A database from before schema 4 kept raw tokens: replace each with its digest, so
 /// old tokens keep working and none is left readable.
 fn hash_stored_tokens(conn: &Connection) -> rusqlite::Result<()> {
-    for table in ["jobs", "tasks"] {
+    // Tasks re-keyed by schema 8 were hashed on the way (only digests were copied).
+    let tables: &[&str] = if has_column(conn, "tasks", "token")? {
+        &["jobs", "tasks"]
+    } else {
+        &["jobs"]
+    };
+    for table in tables {
         let raw: Vec<String> = conn
             .prepare(&format!(
                 "SELECT token FROM {table} WHERE length(token) = {}",
@@ -425,24 +495,50 @@ impl Store {
         conn.set_prepared_statement_cache_capacity(64);
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        // Task tokens are random, so every assignment dirties a random page of their
-        // index: keep more pages in memory (8 MiB, not 2) rather than read them back, and
-        // checkpoint every 8,192 WAL pages rather than 1,000, so a page written again and
-        // again is copied to the database (and fsynced) once per checkpoint, not dozens
-        // of times. (A 64 MiB cache measured no better: SQLite scans its larger page hash
-        // at every commit.)
+        // Keep more pages in memory (8 MiB, not 2) rather than read them back, and let
+        // the WAL grow to 8,192 pages rather than 1,000 before this connection
+        // checkpoints in-line, so a page written again and again (a table's last page)
+        // is copied to the database once per checkpoint, not dozens of times. The
+        // [`crate::writer`]'s checkpointer copies pages meanwhile from its own
+        // connection ([`Store::checkpoint`]), so the in-line checkpoint that bounds the
+        // WAL finds little left to copy. (A 64 MiB cache measured no better: SQLite scans
+        // its larger page hash at every commit.)
         conn.pragma_update(None, "cache_size", -8_192)?;
         conn.pragma_update(None, "wal_autocheckpoint", 8_192)?;
         conn.execute_batch(SCHEMA)?;
         add_eval_samples_column(&conn)?;
         add_close_at_column(&conn)?;
         hash_stored_tokens(&conn)?;
+        rekey_tasks(&conn)?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES('schema_version', ?1)
              ON CONFLICT(key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
             params![SCHEMA_VERSION],
         )?;
         Ok(Store { conn })
+    }
+
+    /// A connection for checkpoints only, to the database the writer's `self` has open
+    /// ([`crate::writer`]'s checkpointer); `None` for an in-memory database.
+    pub(crate) fn open_checkpointer(&self) -> rusqlite::Result<Option<Store>> {
+        let Some(path) = self.conn.path().filter(|p| !p.is_empty()) else {
+            return Ok(None);
+        };
+        let conn = Connection::open(path)?;
+        // As the writer's: the WAL is synced before a checkpoint copies from it, the
+        // database after.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(Some(Store { conn }))
+    }
+
+    /// Copies what the WAL holds into the database, as far as it can without waiting
+    /// for anyone (a PASSIVE checkpoint: the writer goes on committing meanwhile).
+    /// Returns (frames in the WAL, frames copied so far).
+    pub(crate) fn checkpoint(&self) -> rusqlite::Result<(i64, i64)> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((r.get(1)?, r.get(2)?))
+            })
     }
 
     /// A second, read-only connection to the database at `path` (opened by
@@ -590,10 +686,10 @@ impl Store {
     pub fn insert_task(&mut self, t: &StoredTask, fulfilled: bool) -> rusqlite::Result<()> {
         self.conn
             .prepare_cached(
-                "INSERT INTO tasks(token, job_id, round, attempt, device_id, assigned_at, capacity_s, lease_until, state)
-                 VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO tasks(id, digest, job_id, round, attempt, device_id, assigned_at, capacity_s, lease_until, state)
+                 VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?
-            .execute(params![t.token, t.job_id as i64, t.round, t.attempt, t.device_id as i64, t.assigned_at, t.capacity_s, t.lease_until, task_state_str(t.state)])?;
+            .execute(params![t.id as i64, t.digest, t.job_id as i64, t.round, t.attempt, t.device_id as i64, t.assigned_at, t.capacity_s, t.lease_until, task_state_str(t.state)])?;
         if fulfilled {
             self.conn
                 .prepare_cached("UPDATE rounds SET fulfilled_at = ?4 WHERE job_id = ?1 AND round = ?2 AND attempt = ?3")?
@@ -603,10 +699,10 @@ impl Store {
     }
 
     /// Records a task's new state.
-    pub fn update_task(&mut self, token: &str, state: TaskState, at: Time) -> rusqlite::Result<()> {
+    pub fn update_task(&mut self, id: u64, state: TaskState, at: Time) -> rusqlite::Result<()> {
         self.conn
-            .prepare_cached("UPDATE tasks SET state = ?2, reported_at = ?3 WHERE token = ?1")?
-            .execute(params![token, task_state_str(state), at.secs()])?;
+            .prepare_cached("UPDATE tasks SET state = ?2, reported_at = ?3 WHERE id = ?1")?
+            .execute(params![id as i64, task_state_str(state), at.secs()])?;
         Ok(())
     }
 
@@ -830,6 +926,16 @@ impl Store {
                     r.get::<_, Option<i64>>(0)
                 })?
                 .map(|v| v as u64),
+            max_task_id: self
+                .conn
+                .query_row("SELECT MAX(id) FROM tasks", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })?
+                .map(|v| v as u64),
+            legacy_tasks_below: self
+                .meta(LEGACY_TASKS_BELOW)?
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
             ..Snapshot::default()
         };
         let mut st = self.conn.prepare(
@@ -886,22 +992,23 @@ impl Store {
             snap.rounds.push(r?);
         }
         let mut st = self.conn.prepare(
-            "SELECT t.token, t.job_id, t.round, t.attempt, t.device_id, t.assigned_at, t.capacity_s, t.lease_until, t.state, t.reported_at
-             FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.state = 'active' ORDER BY t.assigned_at",
+            "SELECT t.id, t.digest, t.job_id, t.round, t.attempt, t.device_id, t.assigned_at, t.capacity_s, t.lease_until, t.state, t.reported_at
+             FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.state = 'active' ORDER BY t.id",
         )?;
         let rows = st.query_map([], |r| {
-            let state: String = r.get(8)?;
+            let state: String = r.get(9)?;
             Ok(StoredTask {
-                token: r.get(0)?,
-                job_id: r.get::<_, i64>(1)? as u64,
-                round: r.get(2)?,
-                attempt: r.get(3)?,
-                device_id: r.get::<_, i64>(4)? as u64,
-                assigned_at: r.get(5)?,
-                capacity_s: r.get(6)?,
-                lease_until: r.get(7)?,
+                id: r.get::<_, i64>(0)? as u64,
+                digest: r.get(1)?,
+                job_id: r.get::<_, i64>(2)? as u64,
+                round: r.get(3)?,
+                attempt: r.get(4)?,
+                device_id: r.get::<_, i64>(5)? as u64,
+                assigned_at: r.get(6)?,
+                capacity_s: r.get(7)?,
+                lease_until: r.get(8)?,
                 state: parse_task_state(&state),
-                reported_at: r.get(9)?,
+                reported_at: r.get(10)?,
             })
         })?;
         for t in rows {
@@ -979,10 +1086,71 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(rows, vec![(0, None), (1, Some(2000))]);
-        assert_eq!(store.meta("schema_version").unwrap().as_deref(), Some("7"));
+        assert_eq!(store.meta("schema_version").unwrap().as_deref(), Some("8"));
         drop(store);
         // Opening it again leaves the column alone.
         Store::open(&path).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_database_from_before_task_ids_is_rekeyed_in_assignment_order() {
+        let dir = std::env::temp_dir().join(format!("venn-store-rekey-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.db");
+        let _ = std::fs::remove_file(&path);
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        {
+            // Schema 7's tasks, keyed by digest; rowids in assignment order, one gap.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(&format!(
+                "CREATE TABLE tasks(
+                   token TEXT PRIMARY KEY, job_id INTEGER NOT NULL, round INTEGER NOT NULL,
+                   attempt INTEGER NOT NULL, device_id INTEGER NOT NULL, assigned_at REAL NOT NULL,
+                   capacity_s REAL NOT NULL, lease_until REAL NOT NULL, state TEXT NOT NULL,
+                   reported_at REAL);
+                 CREATE INDEX tasks_by_round ON tasks(job_id, round, attempt);
+                 INSERT INTO tasks(rowid, token, job_id, round, attempt, device_id, assigned_at,
+                   capacity_s, lease_until, state, reported_at)
+                 VALUES(3, '{a}', 1, 0, 0, 7, 10.0, 5.0, 700.0, 'finished', 20.0),
+                       (5, '{b}', 1, 0, 0, 8, 11.0, 5.0, 700.0, 'assigned', NULL);"
+            ))
+            .unwrap();
+        }
+        let mut store = Store::open(&path).unwrap();
+        let rows: Vec<(i64, String, i64, Option<f64>)> = store
+            .conn
+            .prepare("SELECT id, digest, device_id, reported_at FROM tasks ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, vec![(3, a, 7, Some(20.0)), (5, b, 8, None)]);
+        assert_eq!(
+            store.meta(LEGACY_TASKS_BELOW).unwrap().as_deref(),
+            Some("6")
+        );
+        let snap = store.load(0).unwrap();
+        assert_eq!((snap.max_task_id, snap.legacy_tasks_below), (Some(5), 6));
+        // Reports go by id now.
+        store
+            .update_task(5, TaskState::Finished, Time(30.0))
+            .unwrap();
+        let state: String = store
+            .conn
+            .query_row("SELECT state FROM tasks WHERE id = 5", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(state, "finished");
+        drop(store);
+        // Opening it again changes nothing.
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store.meta(LEGACY_TASKS_BELOW).unwrap().as_deref(),
+            Some("6")
+        );
+        assert_eq!(store.meta("schema_version").unwrap().as_deref(), Some("8"));
+        drop(store);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -640,7 +640,7 @@ async fn a_database_from_before_admission_opens_with_admission_on() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(version, "7");
+    assert_eq!(version, "8");
 }
 
 #[cfg(unix)]

@@ -393,6 +393,129 @@ async fn tokens_are_kept_as_digests_in_a_file_only_its_owner_reads() {
     ));
 }
 
+/// A database from before schema 8 (tasks keyed by their token's digest, tokens without
+/// an id): opening it re-keys its tasks by id, an outstanding task's token keeps working
+/// (after a further restart too), and new tokens carry ids after the old ones.
+#[tokio::test]
+async fn a_database_from_before_task_ids_keeps_its_outstanding_tokens() {
+    let (m, clock, db) = manager("rekey");
+    let app = router(m.clone());
+    let (job, token) = register(&app, "a").await;
+    let (s, v) = call(
+        &app,
+        "POST",
+        &format!("/v1/jobs/{job}/rounds"),
+        Some(&token),
+        Some(r#"{"demand":3,"deadline_s":600,"min_response_fraction":0.5}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(1, 1.0)),
+    )
+    .await;
+    let first = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    assert!(
+        first.starts_with("1-"),
+        "a task token carries its id: {first}"
+    );
+    drop(app);
+    drop(m);
+
+    // Schema 7's layout, the task under a token of the older form.
+    let old = "0123456789abcdef0123456789abcdef";
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE tasks_v7(
+               token TEXT PRIMARY KEY, job_id INTEGER NOT NULL, round INTEGER NOT NULL,
+               attempt INTEGER NOT NULL, device_id INTEGER NOT NULL, assigned_at REAL NOT NULL,
+               capacity_s REAL NOT NULL, lease_until REAL NOT NULL, state TEXT NOT NULL,
+               reported_at REAL);",
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO tasks_v7 SELECT ?1, job_id, round, attempt, device_id, assigned_at,
+               capacity_s, lease_until, state, reported_at FROM tasks",
+            rusqlite::params![venn_manager::tokens::digest(old).unwrap()],
+        )
+        .unwrap();
+        conn.execute_batch(
+            "DROP TABLE tasks; ALTER TABLE tasks_v7 RENAME TO tasks;
+             CREATE INDEX tasks_by_round ON tasks(job_id, round, attempt);
+             DELETE FROM meta WHERE key = 'legacy_task_ids_below';
+             UPDATE meta SET value = '7' WHERE key = 'schema_version';
+             PRAGMA wal_checkpoint(TRUNCATE);",
+        )
+        .unwrap();
+    }
+    let m = Arc::new(Manager::open(Settings::default(), &db, clock.clone()).unwrap());
+    let app = router(m.clone());
+    let report = |t: &str, what: &str| format!("/v1/tasks/{t}/{what}");
+    let (s, v) = call(&app, "POST", &report(old, "ack"), None, None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "the old token still works: {v}");
+    let (s, _) = call(&app, "POST", &report(&first, "ack"), None, None).await;
+    assert_eq!(
+        s,
+        StatusCode::NOT_FOUND,
+        "a token that is not the task's own"
+    );
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(2, 1.0)),
+    )
+    .await;
+    let second = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    assert!(
+        second.starts_with("2-"),
+        "ids go on after the old tasks: {second}"
+    );
+    // The right id with another secret is no token of the task.
+    let forged = format!("2-{}", "0".repeat(32));
+    let (s, _) = call(&app, "GET", &format!("/v1/tasks/{forged}"), None, None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    drop(app);
+    drop(m);
+
+    // Restarted again (no migration now), both tokens still work.
+    let m = Arc::new(Manager::open(Settings::default(), &db, clock).unwrap());
+    let app = router(m.clone());
+    let (_, v) = call(&app, "GET", &format!("/v1/tasks/{old}"), None, None).await;
+    assert_eq!(v["device_id"].as_u64(), Some(1), "{v}");
+    for t in [old, second.as_str()] {
+        let (s, v) = call(&app, "POST", &report(t, "finished"), None, None).await;
+        assert_eq!(s, StatusCode::NO_CONTENT, "{t}: {v}");
+    }
+    let (s, _) = call(&app, "POST", &report(old, "finished"), None, None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "a finished task's token is spent");
+    drop(app);
+    drop(m);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let rows: Vec<(i64, String)> = conn
+        .prepare("SELECT id, state FROM tasks ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows, vec![(1, "finished".into()), (2, "finished".into())]);
+    let version: String = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, "8");
+}
+
 /// A round the job closes on enough results before its whole demand was assigned splits at
 /// the last device it used: its status says so, and so does a restarted manager.
 #[tokio::test]

@@ -132,6 +132,11 @@ pub async fn metrics(State(m): State<AppState>) -> impl IntoResponse {
             "Writes committed by the store's writer.",
             vec![(String::new(), store.writes.load(Relaxed) as f64)],
         ),
+        (
+            "venn_store_checkpoints_total",
+            "Background WAL checkpoints run on a WAL that held frames.",
+            vec![(String::new(), store.checkpoints.load(Relaxed) as f64)],
+        ),
     ]);
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -22,7 +22,7 @@ enum Decided {
 
 /// What undoes an assignment whose row did not commit.
 struct Unassign {
-    token: String,
+    task: u64,
     job: JobId,
     round: RoundId,
     device: DeviceId,
@@ -72,7 +72,7 @@ impl Manager {
             }
             Err(e) => {
                 let mut g = self.lock();
-                g.tasks.remove(&undo.token);
+                g.forget_task(undo.task);
                 let _ = g
                     .core
                     .task_failed(undo.job, undo.round, undo.device, undo.at);
@@ -130,9 +130,13 @@ impl Manager {
         let meta = g.jobs.get(&job.0).expect("live job has meta");
         let (plan_url, model_size_bytes) = (meta.plan_url.clone(), meta.model_size_bytes);
         let attempt = meta.last.map_or(0, |(_, a)| a);
-        let raw_token = tokens::new_token();
+        let id = g.next_task_id;
+        g.next_task_id += 1;
+        let raw_token = tokens::new_task_token(id);
+        let digest = tokens::task_digest(&raw_token).expect("a fresh token is well formed");
         let task = StoredTask {
-            token: tokens::digest(&raw_token).expect("a fresh token is well formed"),
+            id,
+            digest: tokens::digest_hex(&digest),
             job_id: job.0,
             round: round.0,
             attempt,
@@ -143,13 +147,13 @@ impl Manager {
             state: TaskState::Assigned,
             reported_at: None,
         };
-        let token = task.token.clone();
         g.tasks.insert(
-            token.clone(),
+            id,
             TaskMeta {
                 job,
                 round,
                 device: DeviceId(req.device_id),
+                digest,
             },
         );
         let ticket = g.store.write(move |s| s.insert_task(&task, fulfilled));
@@ -167,7 +171,7 @@ impl Manager {
             },
             ticket,
             undo: Unassign {
-                token,
+                task: id,
                 job,
                 round,
                 device: DeviceId(req.device_id),

@@ -333,7 +333,7 @@ impl Inner {
             self.core.remove_job(id, now)?;
         }
         self.forget_job(job);
-        self.tasks.retain(|_, t| t.job != id);
+        self.forget_tasks(|t| t.job == id);
         self.history().job_ended(job, state, now.secs());
         tracing::info!(job, finished, "job ended");
         if let Some(adm) = self.admission.as_mut() {

@@ -74,12 +74,31 @@ struct JobMeta {
     credential: Option<String>,
 }
 
-/// An outstanding task (assigned or acknowledged).
+/// An outstanding task (assigned or acknowledged), kept by its id.
 #[derive(Clone, Debug)]
 struct TaskMeta {
     job: JobId,
     round: RoundId,
     device: DeviceId,
+    /// Its token's digest: a presented token is checked against it.
+    digest: tokens::Digest32,
+}
+
+/// A task token as presented, hashed before the state lock is taken.
+struct PresentedTask {
+    /// The id it names (`None`: a token of the older form).
+    id: Option<u64>,
+    digest: tokens::Digest32,
+}
+
+impl PresentedTask {
+    /// `None` for a string of no task token's form: refused before it is hashed.
+    fn new(token: &str) -> Option<PresentedTask> {
+        Some(PresentedTask {
+            digest: tokens::task_digest(token)?,
+            id: tokens::task_id(token),
+        })
+    }
 }
 
 struct Inner {
@@ -89,8 +108,15 @@ struct Inner {
     /// Reads that need not wait for queued writes (see [`Inner::missing`]).
     reader: Store,
     jobs: HashMap<u64, JobMeta>,
-    tasks: HashMap<String, TaskMeta>,
+    /// Outstanding tasks by id ([`Inner::find_task`]).
+    tasks: HashMap<u64, TaskMeta>,
+    /// The ids of outstanding tasks whose tokens are of the older form (no id in them,
+    /// assigned before schema 8), by their digest; empties as they end.
+    legacy_tasks: HashMap<tokens::Digest32, u64>,
     next_job_id: u64,
+    /// The id the next assignment gets (ids only grow: the store appends, see
+    /// [`crate::store`]'s schema 8).
+    next_task_id: u64,
     checkin_buf: HashMap<(i64, String), u32>,
     /// Admission control, when switched on.
     admission: Option<AdmissionState>,
@@ -215,7 +241,10 @@ impl Manager {
             reader,
             jobs: HashMap::new(),
             tasks: HashMap::new(),
+            legacy_tasks: HashMap::new(),
             next_job_id: snap.max_job_id.map_or(0, |m| m + 1),
+            // Ids start at 1: a token's id has no leading zero, and 0 would be "0".
+            next_task_id: snap.max_task_id.map_or(1, |m| m + 1),
             checkin_buf: HashMap::new(),
             admission: None,
             history: history.clone(),
@@ -305,6 +334,39 @@ impl Inner {
             if *n == 0 {
                 self.credential_jobs.remove(&c);
             }
+        }
+    }
+
+    /// The id of the outstanding task a presented token names, if the token is its own:
+    /// a token of the task form names its id and must match that task's digest
+    /// (compared in constant time); one of the older form is found by digest among the
+    /// tasks restored with such tokens.
+    fn find_task(&self, presented: &PresentedTask) -> Option<u64> {
+        match presented.id {
+            Some(id) => self
+                .tasks
+                .get(&id)
+                .filter(|t| tokens::same_digest(&t.digest, &presented.digest))
+                .map(|_| id),
+            None => self.legacy_tasks.get(&presented.digest).copied(),
+        }
+    }
+
+    /// Forgets an outstanding task (reported, expired or taken back).
+    fn forget_task(&mut self, id: u64) {
+        if let Some(t) = self.tasks.remove(&id)
+            && !self.legacy_tasks.is_empty()
+        {
+            self.legacy_tasks.remove(&t.digest);
+        }
+    }
+
+    /// Forgets every outstanding task that is `gone` (its round closed, its job ended).
+    fn forget_tasks(&mut self, gone: impl Fn(&TaskMeta) -> bool) {
+        self.tasks.retain(|_, t| !gone(t));
+        if !self.legacy_tasks.is_empty() {
+            let tasks = &self.tasks;
+            self.legacy_tasks.retain(|_, id| tasks.contains_key(id));
         }
     }
 

@@ -60,7 +60,8 @@ impl Inner {
         )?;
         let last = rounds.last().map(|r| (r.round, r.attempt));
         if let Some(open) = rounds.iter().find(|r| r.closed_at.is_none()) {
-            counts.outstanding += self.restore_open_round(id, open, &tasks, now)?;
+            let legacy_below = snap.legacy_tasks_below;
+            counts.outstanding += self.restore_open_round(id, open, &tasks, legacy_below, now)?;
             counts.open_rounds += 1;
         }
         let plan = self.restore_admission(j.id, snap.admissions.remove(&j.id), now)?;
@@ -83,12 +84,14 @@ impl Inner {
     }
 
     /// Reopens a job's open round in the core and takes its unfinished tasks back into
-    /// the task table; how many it took back.
+    /// the task table (those with ids below `legacy_below` also by digest); how many it
+    /// took back.
     fn restore_open_round(
         &mut self,
         id: JobId,
         open: &StoredRound,
         tasks: &[&StoredTask],
+        legacy_below: u64,
         now: Time,
     ) -> anyhow::Result<usize> {
         let mine: Vec<&&StoredTask> = tasks
@@ -120,14 +123,21 @@ impl Inner {
             .iter()
             .filter(|t| matches!(t.state, TaskState::Assigned | TaskState::Acknowledged))
         {
+            let digest = tokens::parse_digest(&t.digest)
+                .ok_or_else(|| anyhow::anyhow!("task {}: its stored digest is malformed", t.id))?;
             self.tasks.insert(
-                t.token.clone(),
+                t.id,
                 TaskMeta {
                     job: id,
                     round: RoundId(t.round),
                     device: DeviceId(t.device_id),
+                    digest,
                 },
             );
+            // Assigned before schema 8: its token carries no id, it is found by digest.
+            if t.id < legacy_below {
+                self.legacy_tasks.insert(digest, t.id);
+            }
             outstanding += 1;
         }
         Ok(outstanding)

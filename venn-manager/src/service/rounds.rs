@@ -266,8 +266,7 @@ impl Inner {
             outcome,
             metrics: metrics.unwrap_or_default(),
         });
-        self.tasks
-            .retain(|_, t| !(t.job == job && t.round == round));
+        self.forget_tasks(|t| t.job == job && t.round == round);
         tracing::info!(
             job = job.0,
             round = round.0,

@@ -28,17 +28,18 @@ impl Manager {
     /// report even if the write fails, as it did when the write came second in the lock).
     fn decide_report(&self, token: &str, state: TaskState) -> Result<Ticket, ServiceError> {
         let unknown = || ServiceError::not_found("unknown or already closed task token");
-        // Tasks are kept by their token's digest; a string of another form is no token.
-        let key = tokens::digest(token).ok_or_else(unknown)?;
+        let presented = PresentedTask::new(token).ok_or_else(unknown)?;
         let now = self.clock.now();
         let mut g = self.lock();
-        let t = g.tasks.get(&key).cloned().ok_or_else(unknown)?;
+        let id = g.find_task(&presented).ok_or_else(unknown)?;
+        let t = &g.tasks[&id];
+        let t = (t.job, t.round, t.device);
         match state {
-            TaskState::Acknowledged => g.core.task_acknowledged(t.job, t.round, t.device, now)?,
+            TaskState::Acknowledged => g.core.task_acknowledged(t.0, t.1, t.2, now)?,
             TaskState::Finished => {
-                g.core.task_finished(t.job, t.round, t.device, now)?;
+                g.core.task_finished(t.0, t.1, t.2, now)?;
             }
-            TaskState::Failed => g.core.task_failed(t.job, t.round, t.device, now)?,
+            TaskState::Failed => g.core.task_failed(t.0, t.1, t.2, now)?,
             TaskState::Assigned => {
                 return Err(ServiceError::field(
                     "state",
@@ -47,9 +48,9 @@ impl Manager {
             }
         }
         if state != TaskState::Acknowledged {
-            g.tasks.remove(&key);
+            g.forget_task(id);
         }
-        Ok(g.store.write(move |s| s.update_task(&key, state, now)))
+        Ok(g.store.write(move |s| s.update_task(id, state, now)))
     }
 
     fn count_report(&self, state: TaskState) {
@@ -62,9 +63,10 @@ impl Manager {
 
     /// Checks a task token belongs to `job` (jobs verify updates with it).
     pub fn verify_task(&self, token: &str) -> Option<TaskOwner> {
-        let key = tokens::digest(token)?;
+        let presented = PresentedTask::new(token)?;
         let g = self.lock();
-        g.tasks.get(&key).map(|t| TaskOwner {
+        let id = g.find_task(&presented)?;
+        g.tasks.get(&id).map(|t| TaskOwner {
             job_id: t.job.0,
             round: t.round.0,
             device_id: t.device.0,

@@ -21,16 +21,16 @@ impl Manager {
         let due = g.core.handle_timeout(now);
         let mut written = Vec::new();
         for e in &due.expired {
-            let token = g
+            let id = g
                 .tasks
                 .iter()
                 .find(|(_, t)| (t.job, t.round, t.device) == (e.job, e.round, e.device))
-                .map(|(k, _)| k.clone());
-            if let Some(token) = token {
-                g.tasks.remove(&token);
+                .map(|(id, _)| *id);
+            if let Some(id) = id {
+                g.forget_task(id);
                 written.push(
                     g.store
-                        .write(move |s| s.update_task(&token, TaskState::Failed, now)),
+                        .write(move |s| s.update_task(id, TaskState::Failed, now)),
                 );
             }
         }
@@ -184,7 +184,7 @@ impl Inner {
             .write(move |s| s.end_job(job.0, JobLifecycle::Evicted, now));
         let _ = self.core.remove_job(job, now);
         self.forget_job(job.0);
-        self.tasks.retain(|_, t| t.job != job);
+        self.forget_tasks(|t| t.job == job);
         self.history()
             .job_ended(job.0, JobLifecycle::Evicted, now.secs());
         stored

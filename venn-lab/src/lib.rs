@@ -38,6 +38,9 @@
 //!   `podman kube play` (`venn-lab k8s`).
 //! - [`sweep`]: configs × policies × seeds as numbered indices for many machines, their
 //!   shared results folder and the gather that summarises it (`venn-lab k8s sweep`).
+//! - [`soak`]: a live experiment under load while its manager, a device shard and a job
+//!   are SIGKILLed and the manager's disk fills, then its database checked for anything
+//!   lost (`venn-lab soak`).
 //! - [`gather`]: an experiment that ran on other hosts, collected over HTTP into the same
 //!   results folder (`venn-lab gather`).
 
@@ -58,6 +61,7 @@ pub mod run;
 pub mod saved;
 pub mod seeds;
 pub mod sim;
+pub mod soak;
 pub mod sweep;
 
 pub use config::{

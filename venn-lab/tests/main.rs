@@ -11,5 +11,6 @@ mod job_server;
 mod load;
 mod multihost;
 mod saved;
+mod soak;
 mod sweep;
 mod virtual_clock;

@@ -3,7 +3,7 @@
 //! (`venn-lab/examples/custom_lab.rs` is such a program).
 //!
 //! One file per command, each its clap `Args` and `run`: `run.rs`, `compare.rs`, `sim.rs`,
-//! `devices.rs`, `summarize.rs`, `load.rs`, `gather.rs`, `attack.rs`, `k8s.rs`, `sweep.rs`
+//! `devices.rs`, `summarize.rs`, `load.rs`, `gather.rs`, `attack.rs`, `soak.rs`, `k8s.rs`, `sweep.rs`
 //! (the in-pod steps of `k8s sweep`). Shared:
 //! `context.rs` (the program's tasks and policies, [`Lab`]; loading the config and data),
 //! `seeds.rs` (the loop over seeds and policies of `compare` and `sim`, and the list of jobs
@@ -21,6 +21,7 @@ mod run;
 mod seeds;
 mod signals;
 mod sim;
+mod soak;
 mod summarize;
 mod sweep;
 
@@ -98,6 +99,16 @@ enum Command {
     /// manager's RSS and database growth; then SIGKILLs the manager, restarts it and checks
     /// what it had acknowledged.
     Attack(attack::Args),
+    /// A soak with faults: a live experiment (venn-manager, device-agent shards and fl-job
+    /// jobs, each its own process) under check-in load, while the manager is SIGKILLed and
+    /// restarted (3 times by default), a device shard and a job are SIGKILLed mid-round and
+    /// restarted, and the manager's disk (a tmpfs of --quota-mib, needs root) is filled to
+    /// the last byte, all at seeded random moments. Afterwards it reads the manager's
+    /// SQLite file and checks: intact, every assignment and result the manager
+    /// acknowledged to a device there, no round counted twice, every job finished. Prints
+    /// check-ins/s, p50/p99 latency and each fault's time to recover; exits non-zero if a
+    /// check failed.
+    Soak(soak::Args),
     /// One index of a sweep (`venn-lab k8s sweep`): runs the plan's (config, seed, policy)
     /// number INDEX into the shared results folder, unless it is there already.
     #[command(name = "sweep-index", hide = true)]
@@ -138,6 +149,7 @@ async fn dispatch(command: Command, lab: &Lab) -> anyhow::Result<()> {
         Command::K8s(a) => k8s::run(*a, lab),
         Command::Gather(a) => gather::run(a, lab).await,
         Command::Attack(a) => attack::run(a).await,
+        Command::Soak(a) => soak::run(a, lab).await,
         Command::SweepIndex(a) => tokio::task::block_in_place(|| sweep::run_index(a, lab)),
         Command::SweepGather(a) => tokio::task::block_in_place(|| sweep::run_gather(a)),
     }

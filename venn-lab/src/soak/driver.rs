@@ -205,9 +205,9 @@ pub struct WorkerTally {
     /// Assignments received.
     pub assigned: u64,
     /// Tokens (as their 128 bits) whose acknowledgement was answered 2xx.
-    pub acked: Vec<u128>,
+    pub acked: Vec<String>,
     /// Tokens whose finished report was answered 2xx.
-    pub finished: Vec<u128>,
+    pub finished: Vec<String>,
 }
 
 /// Runs `connections` workers against `base` until [`Recorder::stop`], device ids
@@ -273,23 +273,15 @@ async fn worker(
 
 /// Acknowledges the task, then reports it finished, remembering what was answered 2xx.
 async fn complete(client: &ManagerClient, rec: &Recorder, token: &str, t: &mut WorkerTally) {
-    let Ok(bits) = u128::from_str_radix(token, 16) else {
-        return;
-    };
     match client.report_task(token, TaskReport::Ack).await {
-        Ok(()) => t.acked.push(bits),
+        Ok(()) => t.acked.push(token.to_string()),
         Err(e) => {
             rec.note_error(&e);
             return;
         }
     }
     match client.report_task(token, TaskReport::Finished).await {
-        Ok(()) => t.finished.push(bits),
+        Ok(()) => t.finished.push(token.to_string()),
         Err(e) => rec.note_error(&e),
     }
-}
-
-/// The token a remembered 128-bit value was (32 lowercase hex digits).
-pub fn token_of(bits: u128) -> String {
-    format!("{bits:032x}")
 }

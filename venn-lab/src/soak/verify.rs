@@ -12,8 +12,6 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags, params};
 use venn_manager::tokens;
 
-use super::driver::token_of;
-
 /// One check, in words, whether it held, and what was found.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Check {
@@ -39,9 +37,9 @@ impl Check {
 /// What the soak expects to find.
 pub struct Expected<'a> {
     /// Tokens whose acknowledgement the manager answered 2xx.
-    pub acked: &'a [u128],
+    pub acked: &'a [String],
     /// Tokens whose finished report it answered 2xx.
-    pub finished: &'a [u128],
+    pub finished: &'a [String],
     /// Each experiment job's name (one per arrival) and its rounds.
     pub jobs: &'a HashMap<String, u32>,
 }
@@ -64,20 +62,26 @@ pub fn verify(db: &Path, want: &Expected<'_>) -> rusqlite::Result<Vec<Check>> {
 }
 
 /// Every token in `tokens` is a task row (finished, when `finished`).
-fn tokens_in(conn: &Connection, tokens: &[u128], finished: bool) -> rusqlite::Result<Check> {
-    let mut st = conn.prepare("SELECT state FROM tasks WHERE token = ?1")?;
+fn tokens_in(conn: &Connection, tokens: &[String], finished: bool) -> rusqlite::Result<Check> {
+    // A task token names its row's id; the row keeps the token's digest.
+    let mut st = conn.prepare("SELECT state, digest FROM tasks WHERE id = ?1")?;
     let (mut missing, mut wrong) = (Vec::new(), Vec::new());
-    for &bits in tokens {
-        let digest = tokens::digest(&token_of(bits)).unwrap_or_default();
-        let state: Option<String> = st
-            .query_row(params![digest], |r| r.get(0))
-            .map(Some)
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                e => Err(e),
-            })?;
+    for token in tokens {
+        let row = tokens::task_id(token).zip(tokens::task_digest(token));
+        let state: Option<String> = match row {
+            None => None,
+            Some((id, digest)) => st
+                .query_row(params![id as i64], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
+                .map(|(state, stored)| (stored == tokens::digest_hex(&digest)).then_some(state))
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(e),
+                })?,
+        };
         match state {
-            None => missing.push(bits),
+            None => missing.push(token),
             Some(s) if finished && s != "finished" => wrong.push(s),
             Some(_) => {}
         }

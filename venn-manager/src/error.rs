@@ -74,6 +74,16 @@ impl ServiceError {
         ServiceError::NotFound(message.into())
     }
 
+    /// Did the store fail, or refuse, because the disk is full (SQLITE_FULL)? The HTTP
+    /// layer answers 507 `storage_full`.
+    pub fn storage_full(&self) -> bool {
+        match self {
+            ServiceError::Store(e) => crate::writer::is_disk_full(e),
+            ServiceError::Write(e) => e.is_disk_full(),
+            _ => false,
+        }
+    }
+
     /// A fault of the manager's own.
     pub fn internal(err: impl std::fmt::Display) -> Self {
         ServiceError::Internal(err.to_string())

@@ -518,6 +518,29 @@ impl Store {
         Ok(Store { conn })
     }
 
+    /// Rows changed by this connection so far: did a transaction write anything?
+    pub(crate) fn total_changes(&self) -> u64 {
+        self.conn.total_changes()
+    }
+
+    /// Caps the database at `pages` pages (SQLite keeps it at least its current size):
+    /// a write that needs a page more fails with SQLITE_FULL, as on a full disk.
+    #[cfg(test)]
+    pub(crate) fn set_max_page_count(&self, pages: u64) -> rusqlite::Result<u64> {
+        self.conn
+            .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| {
+                r.get(0)
+            })
+    }
+
+    /// The database file's path, for log lines (`:memory:` for an in-memory database).
+    pub(crate) fn path(&self) -> String {
+        match self.conn.path() {
+            Some(p) if !p.is_empty() => p.to_owned(),
+            _ => ":memory:".to_owned(),
+        }
+    }
+
     /// A connection for checkpoints only, to the database the writer's `self` has open
     /// ([`crate::writer`]'s checkpointer); `None` for an in-memory database.
     pub(crate) fn open_checkpointer(&self) -> rusqlite::Result<Option<Store>> {
@@ -566,6 +589,11 @@ impl Store {
         Ok(())
     }
 
+    /// Is the writer's group transaction still open?
+    pub(crate) fn in_transaction(&self) -> bool {
+        !self.conn.is_autocommit()
+    }
+
     /// Rolls back the writer's group transaction after a failed commit, if SQLite left
     /// it open.
     pub(crate) fn rollback(&self) {
@@ -591,8 +619,16 @@ impl Store {
                 Ok(())
             }
             Err(e) => {
-                self.conn
-                    .execute_batch("ROLLBACK TO one_write; RELEASE one_write")?;
+                // SQLite may have rolled the whole transaction back already (it may on
+                // SQLITE_FULL or an I/O error): then there is no savepoint to go back to,
+                // and `e`, not that, is the write's error.
+                if let Err(r) = self
+                    .conn
+                    .execute_batch("ROLLBACK TO one_write; RELEASE one_write")
+                {
+                    tracing::debug!(error = %r, cause = %e, "store: savepoint gone with its transaction");
+                    self.rollback();
+                }
                 Err(e)
             }
         }

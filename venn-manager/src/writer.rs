@@ -27,11 +27,21 @@
 //! checkpoints in-line at the bound — only that resets the WAL under a steady stream of
 //! commits — but finds little left to copy. Durability is SQLite's either way: a commit
 //! is in the WAL before its ticket completes.
+//!
+//! A failed write is the one thing the writer cannot hide: its caller's change is already
+//! in the manager's memory (the core decided before the write was queued), so memory is
+//! now ahead of the database. The writer therefore marks itself failed at the first
+//! failed write (a group's commit, or one write of a group: the rest of that group is
+//! refused, so the database keeps a prefix of the decided order) and refuses every later
+//! write, at once and with the same cause, until the manager has rebuilt its state from
+//! the database and calls [`Writer::resynchronised`]. Writes queued before that call are
+//! refused even if the thread reaches them after it (each carries the epoch it was queued
+//! in), so nothing decided on the discarded state reaches the file.
 
 use crate::store::Store;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -55,6 +65,27 @@ pub enum WriteError {
     /// The writer thread is gone (it panicked, or the manager is shutting down).
     #[error("the store's writer has stopped")]
     Stopped,
+    /// Not tried: an earlier write failed with this error and the manager has not
+    /// rebuilt its state from the database since ([`Writer::resynchronised`]).
+    #[error(
+        "refused until the manager has resynchronised with its database; an earlier write failed: {0}"
+    )]
+    Refused(Arc<rusqlite::Error>),
+}
+
+impl WriteError {
+    /// Did the write fail, or was it refused, because the disk is full (SQLITE_FULL)?
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            WriteError::Sql(e) | WriteError::Refused(e) => is_disk_full(e),
+            WriteError::Stopped => false,
+        }
+    }
+}
+
+/// Is `e` SQLite's "database or disk is full" (SQLITE_FULL)?
+pub fn is_disk_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
 }
 
 impl From<rusqlite::Error> for WriteError {
@@ -70,6 +101,57 @@ type Op = Box<dyn FnOnce(&mut Store) -> rusqlite::Result<()> + Send>;
 struct Job {
     op: Op,
     done: Done,
+    /// [`Health::epoch`] when it was queued: a write from before a resynchronisation was
+    /// decided on state the manager has since discarded.
+    epoch: u64,
+}
+
+/// Whether the writer takes writes, shared by the handle and the thread: only the thread
+/// marks it failed, only the manager ([`Writer::resynchronised`]) clears it.
+#[derive(Debug, Default)]
+struct Health {
+    failed: AtomicBool,
+    /// Resynchronisations so far.
+    epoch: AtomicU64,
+    /// Why the last failure failed: what refused writes report.
+    cause: Mutex<Option<Arc<rusqlite::Error>>>,
+    /// A test's full disk ([`Writer::simulate_full_disk`]): every commit fails with
+    /// SQLITE_FULL.
+    full: AtomicBool,
+}
+
+impl Health {
+    fn refusal(&self) -> WriteError {
+        match &*self.cause.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => WriteError::Refused(e.clone()),
+            None => WriteError::Stopped,
+        }
+    }
+
+    /// Marks the writer failed with `cause` (the first failure of an episode is logged:
+    /// an operator must act on a full disk).
+    fn fail(&self, cause: Arc<rusqlite::Error>, db: &str) {
+        let disk_full = is_disk_full(&cause);
+        tracing::error!(db, error = %cause, disk_full, "store: a write failed; refusing writes until the manager has rebuilt its state from the database");
+        *self.cause.lock().unwrap_or_else(|e| e.into_inner()) = Some(cause);
+        self.failed.store(true, SeqCst);
+    }
+
+    /// The writes of `group` that may be applied: none while failed, and none queued
+    /// before the last resynchronisation; the others are refused here.
+    fn admit(&self, group: Vec<Job>) -> Vec<Job> {
+        let failed = self.failed.load(SeqCst);
+        let epoch = self.epoch.load(SeqCst);
+        let mut ok = Vec::with_capacity(group.len());
+        for j in group {
+            if failed || j.epoch != epoch {
+                j.done.complete(Err(self.refusal()));
+            } else {
+                ok.push(j);
+            }
+        }
+        ok
+    }
 }
 
 /// Commits and writes since the start, for `/metrics`.
@@ -90,6 +172,7 @@ pub struct Writer {
     /// The checkpointer: dropping the sender stops it.
     checkpointer: Option<(Sender<()>, JoinHandle<()>)>,
     stats: Arc<WriterStats>,
+    health: Arc<Health>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -116,15 +199,43 @@ impl Writer {
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let s = stats.clone();
+        let health = Arc::new(Health::default());
+        let h = health.clone();
         let thread = std::thread::Builder::new()
             .name("venn-store-writer".into())
-            .spawn(move || run(store, rx, &s))?;
+            .spawn(move || run(store, rx, &s, &h))?;
         Ok(Writer {
             tx: Some(tx),
             thread: Some(thread),
             checkpointer,
             stats,
+            health,
         })
+    }
+
+    /// Has a write failed since the last [`Writer::resynchronised`]? Then every write is
+    /// refused, and the manager's memory may be ahead of the database.
+    pub fn failed(&self) -> bool {
+        self.health.failed.load(SeqCst)
+    }
+
+    /// Resynchronisations so far: a write queued in an earlier epoch is never applied.
+    pub fn epoch(&self) -> u64 {
+        self.health.epoch.load(SeqCst)
+    }
+
+    /// The manager has rebuilt its state from the database: take writes again. Writes
+    /// still queued from before are refused (the epoch moves on first).
+    pub fn resynchronised(&self) {
+        self.health.epoch.fetch_add(1, SeqCst);
+        self.health.failed.store(false, SeqCst);
+    }
+
+    /// For tests: while `full`, every group commit that writes fails with SQLITE_FULL,
+    /// as on a full disk (the writes are applied and rolled back, as SQLite does).
+    #[doc(hidden)]
+    pub fn simulate_full_disk(&self, full: bool) {
+        self.health.full.store(full, SeqCst);
     }
 
     /// Queues `op`; its ticket completes once the transaction holding it has committed.
@@ -134,9 +245,15 @@ impl Writer {
         op: impl FnOnce(&mut Store) -> rusqlite::Result<()> + Send + 'static,
     ) -> Ticket {
         let (done, ticket) = slot();
+        if self.failed() {
+            // Fail fast: the thread would refuse it all the same.
+            done.complete(Err(self.health.refusal()));
+            return ticket;
+        }
         let job = Job {
             op: Box::new(op),
             done,
+            epoch: self.epoch(),
         };
         // Send fails only once the thread is gone: the job (and its `Done`) is dropped
         // with the error, which completes the ticket as `Stopped`.
@@ -190,15 +307,22 @@ impl Drop for Writer {
 }
 
 /// The writer thread: waits for a write, takes every write queued behind it, commits
-/// them as one transaction, completes their tickets; until the channel closes.
-fn run(mut store: Store, rx: Receiver<Job>, stats: &WriterStats) {
+/// them as one transaction, completes their tickets; until the channel closes. A failure
+/// marks `health` failed (module docs).
+fn run(mut store: Store, rx: Receiver<Job>, stats: &WriterStats, health: &Health) {
+    let db = store.path();
     while let Ok(first) = rx.recv() {
         let mut group = vec![first];
         drain(&rx, &mut group);
-        let n = group.len() as u64;
-        if commit_group(&mut store, group) {
+        let group = health.admit(group);
+        if group.is_empty() {
+            continue;
+        }
+        let full = health.full.load(SeqCst);
+        let written = commit_group(&mut store, group, full, health, &db);
+        if written > 0 {
             stats.commits.fetch_add(1, Relaxed);
-            stats.writes.fetch_add(n, Relaxed);
+            stats.writes.fetch_add(written, Relaxed);
         }
     }
     tracing::debug!("store writer stopped: channel closed, everything committed");
@@ -238,41 +362,71 @@ fn drain(rx: &Receiver<Job>, group: &mut Vec<Job>) {
 }
 
 /// Applies `group` in one transaction, each write in its own savepoint, and completes
-/// every ticket after the commit. Returns whether the transaction committed.
-fn commit_group(store: &mut Store, group: Vec<Job>) -> bool {
+/// every ticket after the commit. A write that fails rolls back alone and the writes
+/// behind it are refused (they may depend on it); the ones before it commit — unless
+/// SQLite rolled the whole transaction back (it may on SQLITE_FULL), or the commit fails.
+/// A failure marks `health` failed once the file is final and before any ticket completes,
+/// so no caller hears of it before the manager can see the mark. Returns how many writes
+/// committed (`full`: commits that write fail as on a full disk, for tests).
+fn commit_group(store: &mut Store, group: Vec<Job>, full: bool, health: &Health, db: &str) -> u64 {
     if let Err(e) = store.begin() {
-        tracing::error!(error = %e, writes = group.len(), "store: cannot begin a transaction");
-        let e = WriteError::from(e);
+        let e = Arc::new(e);
+        health.fail(e.clone(), db);
         for j in group {
-            j.done.complete(Err(e.clone()));
+            j.done.complete(Err(WriteError::Sql(e.clone())));
         }
-        return false;
+        return 0;
     }
-    let mut outcomes = Vec::with_capacity(group.len());
+    let changes = store.total_changes();
+    let mut applied = Vec::with_capacity(group.len());
+    let mut failed: Option<(Done, Arc<rusqlite::Error>)> = None;
+    let mut refused = Vec::new();
     for j in group {
-        let r = store.atomically(j.op);
-        if let Err(e) = &r {
-            tracing::error!(error = %e, "store: a write failed and was rolled back alone");
+        if failed.is_some() {
+            refused.push(j.done);
+            continue;
         }
-        outcomes.push((j.done, r.map_err(WriteError::from)));
+        match store.atomically(j.op) {
+            Ok(()) => applied.push(j.done),
+            Err(e) => failed = Some((j.done, Arc::new(e))),
+        }
     }
-    match store.commit() {
-        Ok(()) => {
-            for (done, r) in outcomes {
-                done.complete(r);
-            }
-            true
-        }
-        Err(e) => {
-            tracing::error!(error = %e, writes = outcomes.len(), "store: a group commit failed, none of its writes was written");
+    // A simulated full disk fails only a commit that writes, as a real one does (a
+    // group of reads commits nothing).
+    let committed = if !store.in_transaction() {
+        // SQLite rolled the transaction back itself: nothing of the group is written.
+        let e = failed.as_ref().map(|f| f.1.clone());
+        Err(e.unwrap_or_else(|| Arc::new(rusqlite::Error::InvalidQuery)))
+    } else if full && store.total_changes() != changes {
+        store.rollback();
+        Err(Arc::new(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            Some("database or disk is full (simulated)".into()),
+        )))
+    } else {
+        store.commit().map_err(|e| {
             store.rollback();
-            let e = WriteError::from(e);
-            for (done, _) in outcomes {
-                done.complete(Err(e.clone()));
-            }
-            false
-        }
+            Arc::new(e)
+        })
+    };
+    let cause = match &committed {
+        Ok(()) => failed.as_ref().map(|f| f.1.clone()),
+        Err(e) => Some(e.clone()),
+    };
+    if let Some(e) = &cause {
+        health.fail(e.clone(), db);
     }
+    let n = applied.len() as u64;
+    for done in applied {
+        done.complete(committed.clone().map_err(WriteError::Sql));
+    }
+    if let Some((done, e)) = failed {
+        done.complete(Err(WriteError::Sql(e)));
+    }
+    for done in refused {
+        done.complete(Err(health.refusal()));
+    }
+    if committed.is_ok() { n } else { 0 }
 }
 
 /// Where a write's outcome meets whoever waits for it, on a thread or in a task.
@@ -402,14 +556,15 @@ mod tests {
     }
 
     #[test]
-    fn writes_commit_in_order_and_a_failing_one_fails_alone() {
+    fn a_failing_write_stops_the_writer_until_it_is_resynchronised() {
         let (store, path) = temp_store("order");
         let w = Writer::start(store).unwrap();
         let mut tickets = Vec::new();
         for i in 0..1000 {
             tickets.push(w.write(move |s| s.set_meta("k", &i.to_string())));
         }
-        // A write that fails half-way, between good ones: its first half is undone.
+        // A write that fails half-way, between good ones: its first half is undone, and
+        // what was queued behind it is refused.
         let bad = w.write(|s| {
             s.set_meta("partial", "x")?;
             Err(rusqlite::Error::InvalidQuery)
@@ -417,17 +572,78 @@ mod tests {
         let after = w.write(|s| s.set_meta("after", "yes"));
         wait_all(tickets).unwrap();
         assert!(matches!(bad.wait(), Err(WriteError::Sql(_))));
-        after.wait().unwrap();
+        assert!(matches!(after.wait(), Err(WriteError::Refused(_))));
+        assert!(w.failed());
+        // Refused at once until the manager has resynchronised, reads included.
+        assert!(matches!(
+            w.write(|s| s.set_meta("later", "no")).wait(),
+            Err(WriteError::Refused(_))
+        ));
+        assert!(w.read(|s| s.meta("k")).is_err());
+        let epoch = w.epoch();
+        w.resynchronised();
+        assert!(!w.failed());
+        assert_eq!(w.epoch(), epoch + 1);
         let read = w.read(|s| s.meta("k")).unwrap();
         assert_eq!(read.as_deref(), Some("999"));
         let stats = w.stats().clone();
         drop(w);
         assert_eq!(meta(&path, "k").as_deref(), Some("999"));
-        assert_eq!(meta(&path, "after").as_deref(), Some("yes"));
+        assert_eq!(meta(&path, "after"), None);
+        assert_eq!(meta(&path, "later"), None);
         assert_eq!(meta(&path, "partial"), None);
         // Groups formed: fewer commits than writes.
-        assert_eq!(stats.writes.load(Relaxed), 1003);
-        assert!(stats.commits.load(Relaxed) < 1003);
+        assert_eq!(stats.writes.load(Relaxed), 1001);
+        assert!(stats.commits.load(Relaxed) < 1001);
+    }
+
+    #[test]
+    fn a_full_disk_fails_a_write_as_disk_full_and_refuses_the_next_until_resynchronised() {
+        let (store, path) = temp_store("full");
+        let w = Writer::start(store).unwrap();
+        // The database may not grow: a write needing pages fails with SQLITE_FULL.
+        w.read(|s| s.set_max_page_count(1)).unwrap();
+        let big = "x".repeat(1 << 20);
+        let e = w
+            .write(move |s| s.set_meta("big", &big))
+            .wait()
+            .unwrap_err();
+        assert!(matches!(e, WriteError::Sql(_)) && e.is_disk_full(), "{e}");
+        let e = w.write(|s| s.set_meta("small", "1")).wait().unwrap_err();
+        assert!(
+            matches!(e, WriteError::Refused(_)) && e.is_disk_full(),
+            "{e}"
+        );
+        // Space again, once resynchronised.
+        w.resynchronised();
+        w.read(|s| s.set_max_page_count(1 << 30)).unwrap();
+        let big = "y".repeat(1 << 20);
+        w.write(move |s| s.set_meta("big", &big)).wait().unwrap();
+        drop(w);
+        assert_eq!(meta(&path, "big").map(|v| v.len()), Some(1 << 20));
+        assert_eq!(meta(&path, "small"), None);
+    }
+
+    #[test]
+    fn a_write_queued_before_a_resynchronisation_is_never_applied() {
+        let (store, path) = temp_store("epoch");
+        let w = Writer::start(store).unwrap();
+        // Hold the writer thread inside a write while a stale one queues behind it.
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let first = w.write(move |_| {
+            let _ = wait.recv();
+            Err(rusqlite::Error::InvalidQuery)
+        });
+        let stale = w.write(|s| s.set_meta("stale", "yes"));
+        go.send(()).unwrap();
+        assert!(first.wait().is_err());
+        // Resynchronised while `stale` may still be queued: it is refused either way.
+        w.resynchronised();
+        assert!(matches!(stale.wait(), Err(WriteError::Refused(_))));
+        w.write(|s| s.set_meta("fresh", "yes")).wait().unwrap();
+        drop(w);
+        assert_eq!(meta(&path, "stale"), None);
+        assert_eq!(meta(&path, "fresh").as_deref(), Some("yes"));
     }
 
     #[test]

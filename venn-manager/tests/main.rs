@@ -12,6 +12,7 @@ mod client;
 mod common;
 mod custom_policy;
 mod feasibility;
+mod full_disk;
 mod fuzz;
 mod recovery;
 mod server_limits;

@@ -6,8 +6,20 @@ use axum::http::StatusCode;
 use venn_api::{HttpError, codes};
 use venn_core::CoreError;
 
+/// The code of a 507: the manager's disk is full, nothing of the request was stored.
+pub const STORAGE_FULL: &str = "storage_full";
+
 impl From<ServiceError> for HttpError {
     fn from(e: ServiceError) -> Self {
+        if e.storage_full() {
+            // Not logged per request: the store's writer logged the failure once, with
+            // the database's path.
+            return HttpError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                STORAGE_FULL,
+                "the manager's disk is full: nothing of this request was stored; retry later",
+            );
+        }
         match e {
             ServiceError::Core(c) => core(c),
             ServiceError::Invalid { field, reason } => HttpError::field(field, reason),

@@ -27,6 +27,9 @@ struct Unassign {
     round: RoundId,
     device: DeviceId,
     at: Time,
+    /// The writer's epoch when the assignment was queued: after a resynchronisation the
+    /// state was rebuilt without it, and there is nothing to take back.
+    epoch: u64,
 }
 
 impl Manager {
@@ -58,7 +61,8 @@ impl Manager {
 
     /// The reply once the assignment's write is done: the assignment if it committed;
     /// else the core takes the device back (the round may have closed meanwhile, then
-    /// there is nothing to take back) and the check-in fails.
+    /// there is nothing to take back; or the state was rebuilt from the database, which
+    /// never had it) and the check-in fails.
     fn settle_check_in(
         &self,
         reply: CheckInReply,
@@ -72,12 +76,15 @@ impl Manager {
             }
             Err(e) => {
                 let mut g = self.lock();
-                g.forget_task(undo.task);
-                let _ = g
-                    .core
-                    .task_failed(undo.job, undo.round, undo.device, undo.at);
+                if g.store.epoch() == undo.epoch {
+                    g.forget_task(undo.task);
+                    let _ = g
+                        .core
+                        .task_failed(undo.job, undo.round, undo.device, undo.at);
+                }
                 drop(g);
-                tracing::warn!(job = undo.job.0, device = undo.device.0, error = %e, "assignment not stored: taken back");
+                // The writer has logged the failure (once, with the database's path).
+                tracing::debug!(job = undo.job.0, device = undo.device.0, error = %e, "assignment not stored: taken back");
                 Err(e.into())
             }
         }
@@ -156,6 +163,7 @@ impl Manager {
                 digest,
             },
         );
+        let epoch = g.store.epoch();
         let ticket = g.store.write(move |s| s.insert_task(&task, fulfilled));
         drop(g);
         Ok(Decided::Assigned {
@@ -176,6 +184,7 @@ impl Manager {
                 round,
                 device: DeviceId(req.device_id),
                 at: now,
+                epoch,
             },
         })
     }

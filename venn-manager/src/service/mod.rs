@@ -21,6 +21,12 @@
 //! one is not registered at all; the ticker closes slots and evicts
 //! ([`Manager::tick_admission`]); finishing a job settles it and cancelling withdraws it.
 //!
+//! The database is the truth. A write that fails leaves memory ahead of it (the core
+//! decided before the write was queued): the writer then refuses every write until the
+//! next taker of the state lock has rebuilt the state from the database, as a restart
+//! would ([`Manager::resync`], in `recovery`); the requests whose writes failed or were
+//! refused get the error, and nothing they did in memory survives the rebuild.
+//!
 //! One file per resource — `jobs`, `rounds`, `devices`, `tasks` — plus `upkeep` (the
 //! background ticker's duties) and `recovery` (restart from SQLite); this file holds the
 //! state they share. Errors are [`ServiceError`]s, which the HTTP layer maps to statuses.
@@ -144,6 +150,11 @@ pub struct Manager {
     pub sources: Arc<SourceLimits>,
     /// The store writer's commits and writes, for `/metrics`.
     store_stats: Arc<WriterStats>,
+    /// What builds the policy again at every resynchronisation (`None`: a custom
+    /// policy from a borrowed registry, which cannot be).
+    registry: Option<Arc<PolicyRegistry>>,
+    /// Whether the operator was told that the state cannot be rebuilt (told once).
+    stuck_told: std::sync::atomic::AtomicBool,
 }
 
 /// At most [`limits::MAX_TAGS`] tags of at most [`limits::MAX_TAG_BYTES`] each.
@@ -176,14 +187,45 @@ impl Manager {
     /// active job, open round, outstanding task and the recent check-in history. The
     /// policy must be a built-in one.
     pub fn open(settings: Settings, db: &Path, clock: Clock) -> anyhow::Result<Manager> {
-        Self::open_with_registry(settings, &PolicyRegistry::builtin(), db, clock)
+        Self::open_with_shared_registry(settings, Arc::new(PolicyRegistry::builtin()), db, clock)
     }
 
     /// [`Manager::open`], building the settings' policy with `registry` (which may hold
-    /// custom policies).
+    /// custom policies). A built-in policy can be built again when the manager rebuilds
+    /// its state after a failed write; a custom one cannot (the registry is borrowed):
+    /// then writes stay refused after a failed write until a restart
+    /// ([`Manager::open_with_shared_registry`] has no such limit).
     pub fn open_with_registry(
         settings: Settings,
         registry: &PolicyRegistry,
+        db: &Path,
+        clock: Clock,
+    ) -> anyhow::Result<Manager> {
+        let builtin = PolicyRegistry::builtin();
+        // Built-in names cannot be registered again: such a policy is the built-in one.
+        let again = builtin
+            .contains(settings.policy.name())
+            .then(|| Arc::new(builtin));
+        Self::open_inner(settings, registry, again, db, clock)
+    }
+
+    /// [`Manager::open_with_registry`], keeping `registry` to build the policy again
+    /// whenever the state is rebuilt from the database.
+    pub fn open_with_shared_registry(
+        settings: Settings,
+        registry: Arc<PolicyRegistry>,
+        db: &Path,
+        clock: Clock,
+    ) -> anyhow::Result<Manager> {
+        let again = Some(registry.clone());
+        Self::open_inner(settings, &registry, again, db, clock)
+    }
+
+    /// Opens with `registry`; `again` builds the policy at a resynchronisation.
+    fn open_inner(
+        settings: Settings,
+        registry: &PolicyRegistry,
+        again: Option<Arc<PolicyRegistry>>,
         db: &Path,
         clock: Clock,
     ) -> anyhow::Result<Manager> {
@@ -203,55 +245,28 @@ impl Manager {
             tracing::warn!(stored = %p, requested = %policy, "policy changed since the last run");
         }
         store.set_meta("policy", policy)?;
-        let cfg = ManagerConfig {
-            supply: settings.supply,
-            seed: settings.seed,
-            fit: settings.fit,
-            // Results go to the jobs: each closes its own rounds (judged by the core's
-            // rule with its count), and the core aborts a round its job left open.
-            closing: RoundClosing::Job {
-                grace_s: settings.round_grace_s,
-                lease_grace_s: settings.lease_grace_s,
-            },
-        };
-        let mut core = ResourceManager::with_registry(cfg, &settings.policy, registry)?;
-        // Profiles come from anonymous clients: key their hash with a secret.
-        core.set_profile_hash_key(rand::random());
-        core.set_class_cap(settings.max_profile_classes);
-        let now = clock.now();
-        let bucket_len = settings.supply.window_s / settings.supply.buckets as f64;
-        let min_bucket = ((now.secs() - settings.supply.window_s) / bucket_len).floor() as i64;
-        let snap = store.load(min_bucket)?;
-        let min_minute = (now.secs() / 60.0).floor() as i64 - history::SUPPLY_MINUTES as i64;
-        let history = Arc::new(Mutex::new(History::restore(store.history(
-            history::MAX_JOBS,
-            history::RESTORE_ROUNDS,
-            min_minute,
-        )?)));
-        let admission = match settings.admission {
-            Some(p) => Some((p, store.admission_slots()?)),
-            None => None,
-        };
+        // Everything else is read on the reader connection, as a resynchronisation reads
+        // it ([`Inner::reload`]); the writer starts first, with nothing queued yet.
         let reader = Store::open_reader(db)?;
         let store = Writer::start(store)?;
         let store_stats = store.stats().clone();
+        let history = Arc::new(Mutex::new(History::default()));
         let mut inner = Inner {
-            core,
+            core: recovery::new_core(&settings, registry)?,
             store,
             reader,
             jobs: HashMap::new(),
             tasks: HashMap::new(),
             legacy_tasks: HashMap::new(),
-            next_job_id: snap.max_job_id.map_or(0, |m| m + 1),
-            // Ids start at 1: a token's id has no leading zero, and 0 would be "0".
-            next_task_id: snap.max_task_id.map_or(1, |m| m + 1),
+            next_job_id: 0,
+            next_task_id: 1,
             checkin_buf: HashMap::new(),
             admission: None,
             history: history.clone(),
             checkins_flushed: 0,
             credential_jobs: HashMap::new(),
         };
-        let restored = inner.restore(snap, bucket_len, admission, now)?;
+        let restored = inner.reload(&settings, registry, clock.now())?;
         tracing::info!(
             jobs = restored.0,
             open_rounds = restored.1,
@@ -266,6 +281,8 @@ impl Manager {
             clock,
             sources: Arc::new(SourceLimits::new(&settings.server)),
             settings,
+            registry: again,
+            stuck_told: Default::default(),
             metrics: Metrics::default(),
             store_stats,
         })
@@ -281,10 +298,17 @@ impl Manager {
         &self.clock
     }
 
+    /// The state lock. If a store write failed since the last call, the state is first
+    /// rebuilt from the database ([`Manager::resync`]): no input ever sees, or builds on,
+    /// memory that is ahead of the database.
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves the state as the last completed input left
         // it (every input validates before mutating), so keep serving.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if g.store.failed() {
+            self.resync(&mut g);
+        }
+        g
     }
 
     /// A read-only view of the status page's record (jobs in any state, recent rounds,
@@ -296,6 +320,17 @@ impl Manager {
     /// The store writer's commits and writes so far.
     pub fn store_stats(&self) -> &WriterStats {
         &self.store_stats
+    }
+
+    /// For tests: while `full`, every store commit fails with SQLITE_FULL as on a full
+    /// disk ([`Writer::simulate_full_disk`]).
+    #[doc(hidden)]
+    pub fn simulate_full_disk(&self, full: bool) {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .store
+            .simulate_full_disk(full);
     }
 
     /// A read-only view for `/v1/status` and `/metrics`.

@@ -1,5 +1,11 @@
 //! Restart recovery: rebuilds the core, the task table and admission control from the
 //! SQLite snapshot, so a restarted manager resumes every job, round and task.
+//!
+//! The same rebuild ([`Inner::reload`]) resynchronises a running manager after a failed
+//! store write ([`Manager::resync`]): whatever memory held beyond the database — a round
+//! closed whose close was never written, a task whose row was refused — is dropped, and
+//! the state is what a restart on the same file would find. Only reads are needed, on the
+//! reader connection, so it works while the disk is full.
 
 use super::*;
 use crate::store::StoredRound;
@@ -13,8 +19,106 @@ struct RestoreCounts {
     admitted: usize,
 }
 
+/// A core with no jobs, configured by `settings`, its policy built by `registry`.
+pub(super) fn new_core(
+    settings: &Settings,
+    registry: &PolicyRegistry,
+) -> anyhow::Result<ResourceManager> {
+    let cfg = ManagerConfig {
+        supply: settings.supply,
+        seed: settings.seed,
+        fit: settings.fit,
+        // Results go to the jobs: each closes its own rounds (judged by the core's
+        // rule with its count), and the core aborts a round its job left open.
+        closing: RoundClosing::Job {
+            grace_s: settings.round_grace_s,
+            lease_grace_s: settings.lease_grace_s,
+        },
+    };
+    let mut core = ResourceManager::with_registry(cfg, &settings.policy, registry)?;
+    // Profiles come from anonymous clients: key their hash with a secret.
+    core.set_profile_hash_key(rand::random());
+    core.set_class_cap(settings.max_profile_classes);
+    Ok(core)
+}
+
+impl Manager {
+    /// Rebuilds the state from the database after a failed write, then lets the writer
+    /// take writes again. If the rebuild itself fails the writer stays failed (every
+    /// write refused) and the next lock tries again.
+    pub(super) fn resync(&self, g: &mut Inner) {
+        let t0 = Instant::now();
+        let Some(registry) = &self.registry else {
+            if self.stuck_told.swap(true, Relaxed) {
+                return;
+            }
+            tracing::error!(
+                db = %g.reader.path(),
+                policy = %self.settings.policy.name(),
+                "a store write failed and the custom policy cannot be built again: writes stay refused until the manager is restarted"
+            );
+            return;
+        };
+        match g.reload(&self.settings, registry, self.clock.now()) {
+            Ok((jobs, open_rounds, tasks, _)) => {
+                g.store.resynchronised();
+                tracing::info!(
+                    jobs,
+                    open_rounds,
+                    tasks,
+                    took_ms = t0.elapsed().as_millis() as u64,
+                    "state rebuilt from the database after a failed write"
+                );
+            }
+            Err(e) => tracing::error!(
+                db = %g.reader.path(),
+                error = %e,
+                "cannot rebuild the state from the database; store writes stay refused"
+            ),
+        }
+    }
+}
+
 impl Inner {
-    pub(super) fn restore(
+    /// Replaces everything in memory — core, jobs, tasks, ids, admission control, the
+    /// status page's record, unflushed check-in counts — with what the database holds, as
+    /// [`Manager::open`] finds it. Reads first: a failed read changes nothing. Returns
+    /// (jobs, open rounds, outstanding tasks, admitted jobs).
+    pub(super) fn reload(
+        &mut self,
+        settings: &Settings,
+        registry: &PolicyRegistry,
+        now: Time,
+    ) -> anyhow::Result<(usize, usize, usize, usize)> {
+        let core = new_core(settings, registry)?;
+        let bucket_len = settings.supply.window_s / settings.supply.buckets as f64;
+        let min_bucket = ((now.secs() - settings.supply.window_s) / bucket_len).floor() as i64;
+        let snap = self.reader.load(min_bucket)?;
+        let min_minute = (now.secs() / 60.0).floor() as i64 - history::SUPPLY_MINUTES as i64;
+        let history = History::restore(self.reader.history(
+            history::MAX_JOBS,
+            history::RESTORE_ROUNDS,
+            min_minute,
+        )?);
+        let admission = match settings.admission {
+            Some(p) => Some((p, self.reader.admission_slots()?)),
+            None => None,
+        };
+        self.core = core;
+        self.jobs.clear();
+        self.tasks.clear();
+        self.legacy_tasks.clear();
+        self.credential_jobs.clear();
+        self.checkin_buf.clear();
+        self.admission = None;
+        self.next_job_id = snap.max_job_id.map_or(0, |m| m + 1);
+        // Ids start at 1: a token's id has no leading zero, and 0 would be "0".
+        self.next_task_id = snap.max_task_id.map_or(1, |m| m + 1);
+        *self.history() = history;
+        self.restore(snap, bucket_len, admission, now)
+    }
+
+    fn restore(
         &mut self,
         mut snap: Snapshot,
         bucket_len: f64,

@@ -9,12 +9,6 @@
 use std::path::Path;
 use venn_lab::soak::{Binaries, DEFAULT_EXPERIMENT, SoakOptions, run_soak};
 
-/// Checks the manager does not pass yet, each for a reason in venn-manager: remove an
-/// entry once the manager is fixed. A write refused on the full disk leaves the manager's
-/// in-memory state ahead of its database (the core closes a round whose close was never
-/// written, and a later write stores the job's `rounds_done` counted from it).
-const KNOWN_MANAGER_ISSUES: &[&str] = &[];
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_soak_with_a_killed_manager_shard_and_job_and_a_full_disk_loses_nothing() {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_venn-lab")).parent().unwrap();
@@ -41,13 +35,6 @@ async fn a_soak_with_a_killed_manager_shard_and_job_and_a_full_disk_loses_nothin
     let r = run_soak(&opts).await.unwrap();
     println!("{}", r.table());
     for c in &r.checks {
-        if !c.held && KNOWN_MANAGER_ISSUES.contains(&c.what.as_str()) {
-            eprintln!(
-                "KNOWN manager issue, not failed here: {}: {}",
-                c.what, c.found
-            );
-            continue;
-        }
         assert!(
             c.held,
             "{}: {}\nlogs in {}\n{}",

@@ -974,6 +974,44 @@ impl Store {
                 .unwrap_or(0),
             ..Snapshot::default()
         };
+        self.load_jobs(&mut snap)?;
+        self.load_rounds(&mut snap)?;
+        self.load_tasks(&mut snap)?;
+        let mut st = self.conn.prepare(
+            "SELECT bucket, profile, count FROM checkins WHERE bucket >= ?1 ORDER BY bucket",
+        )?;
+        let rows = st.query_map(params![min_bucket], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        for c in rows {
+            snap.checkins.push(c?);
+        }
+        let mut st = self.conn.prepare(
+            "SELECT a.job_id, a.admitted FROM admissions a JOIN jobs j ON j.id = a.job_id
+             WHERE j.state = 'active'",
+        )?;
+        let rows = st.query_map([], |r| {
+            let a: String = r.get(1)?;
+            Ok((r.get::<_, i64>(0)? as u64, json_col::<AdmittedJob>(1, &a)?))
+        })?;
+        for a in rows {
+            let (id, a) = a?;
+            snap.admissions.insert(id, a);
+        }
+        let mut st = self.conn.prepare(
+            "SELECT c.job_id, c.credential FROM job_credentials c JOIN jobs j ON j.id = c.job_id
+             WHERE j.state = 'active'",
+        )?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
+        for c in rows {
+            let (id, c) = c?;
+            snap.credentials.insert(id, c);
+        }
+        Ok(snap)
+    }
+
+    /// The active jobs, into `snap`.
+    fn load_jobs(&self, snap: &mut Snapshot) -> rusqlite::Result<()> {
         let mut st = self.conn.prepare(
             "SELECT id, spec, token, plan_url, model_size_bytes, registered_at, state, rounds_done, next_round
              FROM jobs WHERE state = 'active' ORDER BY id",
@@ -995,6 +1033,11 @@ impl Store {
         for j in rows {
             snap.jobs.push(j?);
         }
+        Ok(())
+    }
+
+    /// The active jobs' rounds with their task counts, into `snap`.
+    fn load_rounds(&self, snap: &mut Snapshot) -> rusqlite::Result<()> {
         let mut st = self.conn.prepare(
             "SELECT r.job_id, r.round, r.attempt, demand, deadline, min_response_fraction, submitted_at,
                     fulfilled_at, closed_at, outcome,
@@ -1027,6 +1070,11 @@ impl Store {
         for r in rows {
             snap.rounds.push(r?);
         }
+        Ok(())
+    }
+
+    /// The active jobs' tasks, into `snap`.
+    fn load_tasks(&self, snap: &mut Snapshot) -> rusqlite::Result<()> {
         let mut st = self.conn.prepare(
             "SELECT t.id, t.digest, t.job_id, t.round, t.attempt, t.device_id, t.assigned_at, t.capacity_s, t.lease_until, t.state, t.reported_at
              FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.state = 'active' ORDER BY t.id",
@@ -1050,37 +1098,7 @@ impl Store {
         for t in rows {
             snap.tasks.push(t?);
         }
-        let mut st = self.conn.prepare(
-            "SELECT bucket, profile, count FROM checkins WHERE bucket >= ?1 ORDER BY bucket",
-        )?;
-        let rows = st.query_map(params![min_bucket], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
-        for c in rows {
-            snap.checkins.push(c?);
-        }
-        let mut st = self.conn.prepare(
-            "SELECT a.job_id, a.admitted FROM admissions a JOIN jobs j ON j.id = a.job_id
-             WHERE j.state = 'active'",
-        )?;
-        let rows = st.query_map([], |r| {
-            let a: String = r.get(1)?;
-            Ok((r.get::<_, i64>(0)? as u64, json_col::<AdmittedJob>(1, &a)?))
-        })?;
-        for a in rows {
-            let (id, a) = a?;
-            snap.admissions.insert(id, a);
-        }
-        let mut st = self.conn.prepare(
-            "SELECT c.job_id, c.credential FROM job_credentials c JOIN jobs j ON j.id = c.job_id
-             WHERE j.state = 'active'",
-        )?;
-        let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
-        for c in rows {
-            let (id, c) = c?;
-            snap.credentials.insert(id, c);
-        }
-        Ok(snap)
+        Ok(())
     }
 }
 

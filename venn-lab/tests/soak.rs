@@ -61,6 +61,15 @@ async fn a_soak_with_a_killed_manager_shard_and_job_and_a_full_disk_loses_nothin
         "{}",
         r.table()
     );
+    // Jobs ride out the manager's restarts and the full disk (they retry what it could
+    // not answer): the only job restarted is the one the soak killed.
+    let restarted: Vec<_> = r
+        .jobs
+        .iter()
+        .flat_map(|j| j.restarts.iter().map(move |why| (&j.name, why)))
+        .filter(|(_, why)| !why.contains("SIGKILLed by the soak"))
+        .collect();
+    assert!(restarted.is_empty(), "{restarted:?}\n{}", r.table());
     let disk = r.faults.iter().any(|f| f.what.contains("disk"));
     if !disk {
         eprintln!("SKIPPED the disk-full phase: {:?}", r.notes);

@@ -577,3 +577,47 @@ async fn a_round_closed_before_full_assignment_reports_its_response_collection()
     let (_, v) = call(&router(m2), "GET", &status, None, None).await;
     assert_eq!(split(&v), (10.0, 30.0), "restored: {v}");
 }
+
+/// A job whose reply was lost (the manager restarted after committing) repeats its call:
+/// a repeated submission gets the round it opened, a repeated judged close the closed
+/// round's status — not a conflict that would end the job.
+#[tokio::test]
+async fn a_repeated_submit_or_close_is_answered_as_the_first() {
+    let (m, _clock, _db) = manager("repeat");
+    let app = router(m);
+    let (job, token) = register(&app, "a").await;
+    let submit = format!("/v1/jobs/{job}/rounds");
+    let body = r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#;
+    let (s1, first) = call(&app, "POST", &submit, Some(&token), Some(body)).await;
+    let (s2, again) = call(&app, "POST", &submit, Some(&token), Some(body)).await;
+    assert_eq!(s1, StatusCode::CREATED, "{first}");
+    assert_eq!((s2, &again), (StatusCode::CREATED, &first));
+    // A different request while the round is open is still a conflict.
+    let other = r#"{"demand":2,"deadline_s":600,"min_response_fraction":1}"#;
+    let (s, v) = call(&app, "POST", &submit, Some(&token), Some(other)).await;
+    assert_eq!(s, StatusCode::CONFLICT, "{v}");
+
+    let (_, v) = call(
+        &app,
+        "POST",
+        "/v1/check-in",
+        None,
+        Some(&checkin_body(1, 1.0)),
+    )
+    .await;
+    let task = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    let done = format!("/v1/tasks/{task}/finished");
+    assert_eq!(
+        call(&app, "POST", &done, None, None).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let close = format!("/v1/jobs/{job}/rounds/0/close");
+    let (s1, first) = call(&app, "POST", &close, Some(&token), Some(r#"{"results":1}"#)).await;
+    let (s2, again) = call(&app, "POST", &close, Some(&token), Some(r#"{"results":1}"#)).await;
+    assert_eq!(
+        (s1, first["outcome"].as_str()),
+        (StatusCode::OK, Some("success")),
+        "{first}"
+    );
+    assert_eq!((s2, &again), (StatusCode::OK, &first));
+}

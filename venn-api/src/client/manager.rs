@@ -8,6 +8,7 @@ use crate::manager::{
     RoundStatus, SubmitRound, Submitted, TaskOwner, TaskReport,
 };
 use crate::paths;
+use std::time::{Duration, Instant};
 use venn_core::admission::AdmissionPlan;
 use venn_core::{DeviceProfile, RoundOutcome};
 
@@ -67,14 +68,21 @@ impl ManagerClient {
     /// `POST /v1/jobs`: registers a job. With admission control on, the reply carries
     /// the plan it was admitted with; a declined job is a [`ClientError`] whose
     /// [`quote`](ClientError::quote) is the best plan there was.
+    /// Retried as a [`JobSession`]'s calls are, for [`DEFAULT_RETRY_FOR`]: a job started
+    /// while the manager restarts waits for it (a registration whose reply was lost
+    /// leaves a job that the manager's idle-job reaper ends).
     pub async fn register_job(&self, req: &RegisterJob) -> Result<JobSession, ClientError> {
-        let mut post = self.http.post(self.url(paths::JOBS)).json(req);
-        if let Some(t) = &self.operator_token {
-            post = post.bearer_auth(t);
-        }
-        let r: Registered = call(PEER, post).await?;
+        let r: Registered = retrying(DEFAULT_RETRY_FOR, 0, "register_job", || {
+            let mut post = self.http.post(self.url(paths::JOBS)).json(req);
+            if let Some(t) = &self.operator_token {
+                post = post.bearer_auth(t);
+            }
+            call(PEER, post)
+        })
+        .await?;
         Ok(JobSession {
             client: self.clone(),
+            retry_for: DEFAULT_RETRY_FOR,
             job_id: r.job_id,
             token: r.token,
             plan: r.plan,
@@ -150,10 +158,45 @@ impl ManagerClient {
     }
 }
 
-/// A registered job's handle on the manager: its id, token and admission plan.
+/// `call()` again, with backoff, while it fails transiently and `retry_for` lasts.
+async fn retrying<T, F, Fut>(
+    retry_for: Duration,
+    job: u64,
+    what: &str,
+    call: F,
+) -> Result<T, ClientError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ClientError>>,
+{
+    let t0 = Instant::now();
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match call().await {
+            Err(e) if e.is_transient() && t0.elapsed() + wait < retry_for => {
+                tracing::info!(job, call = what, error = %e, "manager unavailable; retrying");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(2));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// How long a [`JobSession`] keeps retrying a call the manager could not answer, by
+/// default: a manager restart takes a second or two, a full disk as long as its operator.
+pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(120);
+
+/// A registered job's handle on the manager: its id, token and admission plan. Its calls
+/// are retried, with backoff, while the manager cannot answer them
+/// ([`ClientError::is_transient`], for up to [`JobSession::with_retry_for`]); each is safe
+/// to repeat: the manager answers a repeated round submission with the round it opened,
+/// and a repeated close with the closed round's status.
 #[derive(Clone, Debug)]
 pub struct JobSession {
     client: ManagerClient,
+    /// How long a call is retried while the manager cannot answer it.
+    retry_for: Duration,
     /// The job's id.
     pub job_id: u64,
     token: String,
@@ -174,10 +217,28 @@ impl JobSession {
         req.bearer_auth(&self.token)
     }
 
+    /// Retries calls the manager could not answer for `retry_for` (zero: never).
+    pub fn with_retry_for(mut self, retry_for: Duration) -> Self {
+        self.retry_for = retry_for;
+        self
+    }
+
+    /// `call()` again while it fails transiently ([`retrying`]).
+    async fn retrying<T, F, Fut>(&self, what: &str, call: F) -> Result<T, ClientError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, ClientError>>,
+    {
+        retrying(self.retry_for, self.job_id, what, call).await
+    }
+
     /// `POST /v1/jobs/{id}/rounds`: submits the next round.
     pub async fn submit_round(&self, req: &SubmitRound) -> Result<Submitted, ClientError> {
         let url = self.client.url(&paths::rounds(self.job_id));
-        call(PEER, self.authed(self.client.http.post(url)).json(req)).await
+        self.retrying("submit_round", || {
+            call(PEER, self.authed(self.client.http.post(&url)).json(req))
+        })
+        .await
     }
 
     /// `POST /v1/jobs/{id}/rounds/{round}/close`.
@@ -230,14 +291,25 @@ impl JobSession {
 
     async fn post_close(&self, round: u32, body: &CloseRound) -> Result<RoundStatus, ClientError> {
         let url = self.client.url(&paths::round_close(self.job_id, round));
-        call(PEER, self.authed(self.client.http.post(url)).json(body)).await
+        self.retrying("close_round", || {
+            call(PEER, self.authed(self.client.http.post(&url)).json(body))
+        })
+        .await
     }
 
-    /// `POST /v1/jobs/{id}/finish`: the job completed.
+    /// `POST /v1/jobs/{id}/finish`: the job completed. A retry the manager no longer
+    /// knows the job for (404, 410) is taken as done: the first try finished it.
     pub async fn finish(&self) -> Result<(), ClientError> {
         let url = self.client.url(&paths::job_finish(self.job_id));
-        send(PEER, self.authed(self.client.http.post(url))).await?;
-        Ok(())
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        self.retrying("finish", || async {
+            let retry = tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0;
+            match send(PEER, self.authed(self.client.http.post(&url))).await {
+                Err(e) if retry && matches!(e.status(), Some(404 | 410)) => Ok(()),
+                r => r.map(|_| ()),
+            }
+        })
+        .await
     }
 
     /// `DELETE /v1/jobs/{id}`: cancels the job.

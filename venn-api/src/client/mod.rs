@@ -81,6 +81,16 @@ impl ClientError {
         }
     }
 
+    /// Might the same call succeed a moment later? A manager that is away (no answer: a
+    /// refused or broken connection, a timeout), restarting or overloaded (502, 503,
+    /// 504, 429) or whose disk is full (507).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ClientError::Http { source, .. } => source.status().is_none(),
+            _ => matches!(self.status(), Some(429 | 502 | 503 | 504 | 507)),
+        }
+    }
+
     /// Whether admission control declined the job.
     pub fn is_declined(&self) -> bool {
         self.code() == Some(codes::DECLINED)

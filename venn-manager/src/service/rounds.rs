@@ -36,6 +36,9 @@ impl Manager {
         let request =
             RoundRequest::new(req.demand, now + req.deadline_s, req.min_response_fraction)
                 .closing_at(req.close_at);
+        if let Some(open) = Self::retried_submit(&g, job, &request) {
+            return Ok(open);
+        }
         if let Some(rule) = self.settings.feasibility {
             super::feasibility::check_round(&g.core, JobId(job), &request, now, rule)?;
         }
@@ -147,6 +150,12 @@ impl Manager {
             // Read in order with the writes: a close queued just before is seen.
             let closed = g.store.read(move |s| s.closed_attempt(job, round))?;
             match (closed, how) {
+                // A judged close repeated (its reply lost to a restart, say): the round's
+                // status says how it closed.
+                (Some(_), CloseWith::Results(_)) if !open => {
+                    drop(g);
+                    return self.round_status(job, round);
+                }
                 (Some((attempt, done, closed_at)), CloseWith::Outcome(outcome))
                     if !open && done == outcome =>
                 {
@@ -168,6 +177,25 @@ impl Manager {
             RoundOutcome::Abort => self.metrics.rounds_abort.fetch_add(1, Relaxed),
         };
         self.round_status(job, round)
+    }
+}
+
+impl Manager {
+    /// The open round a submission repeats, if it does: a job has one round open at a
+    /// time, so the same request (demand, fraction, close count) while its round is open
+    /// is a retry whose first reply was lost (the manager restarted after its commit, say),
+    /// answered with that round as the first would have been.
+    fn retried_submit(g: &Inner, job: u64, request: &RoundRequest) -> Option<Submitted> {
+        let r = g.core.job(JobId(job))?.current.as_ref()?;
+        let same = r.request.demand == request.demand
+            && r.request.min_response_fraction == request.min_response_fraction
+            && r.request.close_at == request.close_at;
+        let (round, attempt) = g.jobs.get(&job)?.last?;
+        (same && round == r.round.0).then(|| Submitted {
+            round,
+            attempt,
+            deadline: r.request.deadline.secs(),
+        })
     }
 }
 

@@ -346,7 +346,8 @@ async fn every_client_error_is_json_and_names_the_problem() {
     );
     let (s, v) = call(&app, "POST", "/v1/jobs", None, Some(r#"{"name":"a","requirement":{"min_cpu_score":1e999},"rounds":1,"model_size_bytes":1,"plan_url":"http://x"}"#)).await;
     assert!(s.is_client_error(), "{s} {v}");
-    // One round at a time.
+    // One round at a time (the same request again is a retry, answered with the open
+    // round; another is a conflict).
     assert_eq!(
         call(
             &app,
@@ -364,7 +365,7 @@ async fn every_client_error_is_json_and_names_the_problem() {
         "POST",
         &format!("/v1/jobs/{job}/rounds"),
         Some(&token),
-        Some(&round("2")),
+        Some(&round("3")),
     )
     .await;
     assert_eq!((s, err_code(&v)), (StatusCode::CONFLICT, "conflict"));

@@ -84,6 +84,17 @@ impl ServiceError {
         }
     }
 
+    /// Did the store fail at its files (an I/O error), or refuse until the manager has
+    /// rebuilt its state, so that nothing was stored and a retry may succeed? The HTTP
+    /// layer answers 503 `storage_unavailable`.
+    pub fn storage_unavailable(&self) -> bool {
+        match self {
+            ServiceError::Store(e) => crate::writer::is_io_error(e),
+            ServiceError::Write(e) => e.is_storage_failure(),
+            _ => false,
+        }
+    }
+
     /// A fault of the manager's own.
     pub fn internal(err: impl std::fmt::Display) -> Self {
         ServiceError::Internal(err.to_string())

@@ -83,6 +83,24 @@ impl WriteError {
     }
 }
 
+impl WriteError {
+    /// Did the write fail at the storage (an I/O error: SQLite reports a file that
+    /// cannot grow, on a full disk, so as well), or was it refused until the manager has
+    /// rebuilt its state? Either way nothing of it was stored and a retry may succeed.
+    pub fn is_storage_failure(&self) -> bool {
+        match self {
+            WriteError::Sql(e) => is_io_error(e),
+            WriteError::Refused(_) => true,
+            WriteError::Stopped => false,
+        }
+    }
+}
+
+/// Is `e` an I/O error of SQLite's files (SQLITE_IOERR and its extended codes)?
+pub fn is_io_error(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure)
+}
+
 /// Is `e` SQLite's "database or disk is full" (SQLITE_FULL)?
 pub fn is_disk_full(e: &rusqlite::Error) -> bool {
     e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)

@@ -9,6 +9,10 @@ use venn_core::CoreError;
 /// The code of a 507: the manager's disk is full, nothing of the request was stored.
 pub const STORAGE_FULL: &str = "storage_full";
 
+/// The code of a 503 from the store: an I/O error of the database's files, or a write
+/// refused until the manager has rebuilt its state after one failed.
+pub const STORAGE_UNAVAILABLE: &str = "storage_unavailable";
+
 impl From<ServiceError> for HttpError {
     fn from(e: ServiceError) -> Self {
         if e.storage_full() {
@@ -18,6 +22,13 @@ impl From<ServiceError> for HttpError {
                 StatusCode::INSUFFICIENT_STORAGE,
                 STORAGE_FULL,
                 "the manager's disk is full: nothing of this request was stored; retry later",
+            );
+        }
+        if e.storage_unavailable() {
+            return HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                STORAGE_UNAVAILABLE,
+                "the manager's storage failed: nothing of this request was stored; retry later",
             );
         }
         match e {
@@ -53,5 +64,47 @@ fn core(e: CoreError) -> HttpError {
         CoreError::UnknownPolicy(..)
         | CoreError::PolicyArgs { .. }
         | CoreError::DuplicatePolicy(_) => HttpError::field("policy", msg),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::WriteError;
+    use std::sync::Arc;
+
+    fn sqlite(code: i32) -> Arc<rusqlite::Error> {
+        Arc::new(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(code),
+            None,
+        ))
+    }
+
+    /// What a client may retry is told apart from the manager's own faults.
+    #[test]
+    fn storage_failures_are_507_or_503_and_the_rest_500() {
+        let answer = |e: WriteError| {
+            let h = HttpError::from(ServiceError::Write(e));
+            (h.status, h.code.to_string())
+        };
+        const FULL: i32 = 13; // SQLITE_FULL
+        const IOERR: i32 = 10; // SQLITE_IOERR
+        const CONSTRAINT: i32 = 19; // SQLITE_CONSTRAINT
+        assert_eq!(
+            answer(WriteError::Sql(sqlite(FULL))),
+            (StatusCode::INSUFFICIENT_STORAGE, STORAGE_FULL.into())
+        );
+        assert_eq!(
+            answer(WriteError::Sql(sqlite(IOERR))),
+            (StatusCode::SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE.into())
+        );
+        assert_eq!(
+            answer(WriteError::Refused(sqlite(CONSTRAINT))),
+            (StatusCode::SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE.into())
+        );
+        assert_eq!(
+            answer(WriteError::Sql(sqlite(CONSTRAINT))).0,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
     }
 }

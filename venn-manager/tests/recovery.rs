@@ -401,15 +401,8 @@ async fn a_database_from_before_task_ids_keeps_its_outstanding_tokens() {
     let (m, clock, db) = manager("rekey");
     let app = router(m.clone());
     let (job, token) = register(&app, "a").await;
-    let (s, v) = call(
-        &app,
-        "POST",
-        &format!("/v1/jobs/{job}/rounds"),
-        Some(&token),
-        Some(r#"{"demand":3,"deadline_s":600,"min_response_fraction":0.5}"#),
-    )
-    .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let half_of_3 = r#"{"demand":3,"deadline_s":600,"min_response_fraction":0.5}"#;
+    submit_round(&app, job, &token, half_of_3).await;
     let (_, v) = call(
         &app,
         "POST",
@@ -523,15 +516,8 @@ async fn a_round_closed_before_full_assignment_reports_its_response_collection()
     let (m, clock, db) = manager("split");
     let app = router(m.clone());
     let (job, token) = register(&app, "a").await;
-    let (s, v) = call(
-        &app,
-        "POST",
-        &format!("/v1/jobs/{job}/rounds"),
-        Some(&token),
-        Some(r#"{"demand":3,"deadline_s":600,"min_response_fraction":0.5}"#),
-    )
-    .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let half_of_3 = r#"{"demand":3,"deadline_s":600,"min_response_fraction":0.5}"#;
+    submit_round(&app, job, &token, half_of_3).await;
     let mut tasks = Vec::new();
     for device in [1, 2] {
         let (_, v) = call(

@@ -118,6 +118,14 @@ pub fn job_with_statement(name: &str, statement: &str) -> String {
     )
 }
 
+/// Submits a round (`body`: its JSON) for `job`, which must be accepted: returns the reply.
+pub async fn submit_round(app: &Router, job: u64, token: &str, body: &str) -> Value {
+    let path = format!("/v1/jobs/{job}/rounds");
+    let (s, v) = call(app, "POST", &path, Some(token), Some(body)).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    v
+}
+
 /// Submits a one-device round for `job` and checks `device` in: returns its task token.
 pub async fn one_task(app: &Router, job: u64, token: &str, device: u64) -> String {
     let round = r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#;

@@ -6,14 +6,42 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tower::ServiceExt;
 use venn_manager::{Clock, Manager, Settings};
 
+/// The prefix of each test process's folder of databases under the system temp dir.
+const TEMP_PREFIX: &str = "venn-manager-tests-";
+
+/// Removes the database folders of earlier test processes that are gone (a test binary
+/// has no teardown to remove its own; without this each run left ~300 databases
+/// behind). Once per process.
+fn remove_stale_temp_dirs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix(TEMP_PREFIX) else {
+                continue;
+            };
+            let gone = pid.parse::<u32>().is_ok_and(|p| {
+                p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists()
+            });
+            if gone && Path::new("/proc/self").exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+}
+
 /// A fresh database path under the system temp dir.
 pub fn temp_db(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("venn-manager-tests-{}", std::process::id()));
+    remove_stale_temp_dirs();
+    let dir = std::env::temp_dir().join(format!("{TEMP_PREFIX}{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(format!("{name}.db"));
     for suffix in ["", "-wal", "-shm"] {

@@ -239,14 +239,18 @@ pub fn write_comparison(out: &Path, results: &[LabResult]) -> std::io::Result<St
             .map_err(std::io::Error::other)?;
     } else {
         // What it has instead: each job's JCT, split, under every policy side by side.
+        let per_policy: Vec<_> = results.iter().map(|r| r.schedule_bars(true)).collect();
         let bars: Vec<_> = base
             .jobs
             .iter()
             .flat_map(|jb| {
-                results.iter().filter_map(move |r| {
-                    let i = r.jobs.iter().position(|j| j.name == jb.name)?;
-                    r.schedule_bars(true).into_iter().nth(i)
-                })
+                results
+                    .iter()
+                    .zip(&per_policy)
+                    .filter_map(move |(r, bars)| {
+                        let i = r.jobs.iter().position(|j| j.name == jb.name)?;
+                        bars.get(i).cloned()
+                    })
             })
             .collect();
         stacked_bars_png(

@@ -632,15 +632,7 @@ async fn a_database_from_before_admission_opens_with_admission_on() {
     let (job, _, plan) = admit(&app, "new", URGENT).await;
     assert_ne!(job, old);
     assert!(plan["launch_at"].is_number());
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    let version: String = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(version, "8");
+    assert_eq!(schema_version(&db), "8");
 }
 
 #[cfg(unix)]

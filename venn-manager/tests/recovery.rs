@@ -84,15 +84,7 @@ async fn a_reopened_manager_resumes_the_open_round() {
         Some(r#"{"demand":2,"deadline_s":600,"min_response_fraction":1}"#),
     )
     .await;
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(1, 1.0)),
-    )
-    .await;
-    let task = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    let task = assigned_token(&app, 1).await;
     drop(app);
     drop(m); // no flush, no graceful anything: what was answered must be on disk
 
@@ -126,15 +118,7 @@ async fn a_reopened_manager_resumes_the_open_round() {
     )
     .await;
     assert!(v.get("retry_after_s").is_some(), "{v}");
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(2, 1.0)),
-    )
-    .await;
-    let t2 = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    let t2 = assigned_token(&app, 2).await;
     assert_eq!(
         call(
             &app,
@@ -403,15 +387,7 @@ async fn a_database_from_before_task_ids_keeps_its_outstanding_tokens() {
     let (job, token) = register(&app, "a").await;
     let half_of_3 = r#"{"demand":3,"deadline_s":600,"min_response_fraction":0.5}"#;
     submit_round(&app, job, &token, half_of_3).await;
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(1, 1.0)),
-    )
-    .await;
-    let first = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    let first = assigned_token(&app, 1).await;
     assert!(
         first.starts_with("1-"),
         "a task token carries its id: {first}"
@@ -457,15 +433,7 @@ async fn a_database_from_before_task_ids_keeps_its_outstanding_tokens() {
         StatusCode::NOT_FOUND,
         "a token that is not the task's own"
     );
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(2, 1.0)),
-    )
-    .await;
-    let second = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    let second = assigned_token(&app, 2).await;
     assert!(
         second.starts_with("2-"),
         "ids go on after the old tasks: {second}"
@@ -499,14 +467,7 @@ async fn a_database_from_before_task_ids_keeps_its_outstanding_tokens() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(rows, vec![(1, "finished".into()), (2, "finished".into())]);
-    let version: String = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(version, "8");
+    assert_eq!(schema_version(&db), "8");
 }
 
 /// A round the job closes on enough results before its whole demand was assigned splits at
@@ -520,15 +481,7 @@ async fn a_round_closed_before_full_assignment_reports_its_response_collection()
     submit_round(&app, job, &token, half_of_3).await;
     let mut tasks = Vec::new();
     for device in [1, 2] {
-        let (_, v) = call(
-            &app,
-            "POST",
-            "/v1/check-in",
-            None,
-            Some(&checkin_body(device, 1.0)),
-        )
-        .await;
-        tasks.push(v["assignment"]["task_token"].as_str().unwrap().to_string());
+        tasks.push(assigned_token(&app, device).await);
         clock.advance(10.0);
     }
     clock.advance(20.0);
@@ -583,15 +536,7 @@ async fn a_repeated_submit_or_close_is_answered_as_the_first() {
     let (s, v) = call(&app, "POST", &submit, Some(&token), Some(other)).await;
     assert_eq!(s, StatusCode::CONFLICT, "{v}");
 
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(1, 1.0)),
-    )
-    .await;
-    let task = v["assignment"]["task_token"].as_str().unwrap().to_string();
+    let task = assigned_token(&app, 1).await;
     let done = format!("/v1/tasks/{task}/finished");
     assert_eq!(
         call(&app, "POST", &done, None, None).await.0,

@@ -154,6 +154,28 @@ pub async fn submit_round(app: &Router, job: u64, token: &str, body: &str) -> Va
     v
 }
 
+/// Checks `device` (memory score 1) in, which must be assigned: returns its task token.
+pub async fn assigned_token(app: &Router, device: u64) -> String {
+    let body = checkin_body(device, 1.0);
+    let (_, v) = call(app, "POST", "/v1/check-in", None, Some(&body)).await;
+    v["assignment"]["task_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("device {device} was not assigned: {v}"))
+        .to_string()
+}
+
+/// The schema version a manager's database file records.
+pub fn schema_version(db: &std::path::Path) -> String {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
 /// Submits a one-device round for `job` and checks `device` in: returns its task token.
 pub async fn one_task(app: &Router, job: u64, token: &str, device: u64) -> String {
     let round = r#"{"demand":1,"deadline_s":600,"min_response_fraction":1}"#;

@@ -132,6 +132,22 @@ pub(crate) fn avx512() -> bool {
     false
 }
 
+/// Whether the CPU is Intel's (`GenuineIntel`): a few path choices were measured to go the
+/// other way there than on AMD's cores (`conv/direct.rs`, `weight_grad_pays`).
+pub(crate) fn intel() -> bool {
+    static INTEL: OnceLock<bool> = OnceLock::new();
+    *INTEL.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let id = std::arch::x86_64::__cpuid(0);
+            // "Genu" "ineI" "ntel" in EBX, EDX, ECX.
+            (id.ebx, id.edx, id.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
 /// The name of the instruction set the kernels run (`avx512`, `avx2`, `neon`, `scalar`),
 /// for reports (`fl-job bench`, test output).
 pub fn name() -> &'static str {

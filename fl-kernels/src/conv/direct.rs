@@ -86,6 +86,28 @@ fn available() -> bool {
     isa::avx512()
 }
 
+/// Whether the direct weight gradient is the one to run on this CPU, where the layer takes
+/// this path for its forward and input gradient.
+///
+/// Why not always: on AMD's AVX-512 cores (where the path was measured) it beats the
+/// alternatives (16 → 16 on 28²: 0.36–0.39 ms against im2col's 0.67–0.70), but on an Intel
+/// Xeon with AVX-512 (Sapphire Rapids class, 2026-12-07, `conv::tests::layer_times`,
+/// `WIDTH=16`, 2 threads) it is the slowest of them — 1.36 ms against im2col's 0.88 on
+/// 16 → 16 at 28², 1.39 against Winograd's 0.48 on 32 → 32 at 14² — while its forward and
+/// input gradient still win (0.35 / 0.44 against 0.49 / 0.54). Its loop loads input vectors
+/// at every tap's offset, so nearly every 64-byte load splits a cache line, which Intel's
+/// cores pay for twice where AMD's (which split a 512-bit load in two anyway) do not. So
+/// on Intel the weight gradient of these layers comes from the path they would take
+/// without this one. `FL_JOB_DIRECT_DW=on|off` (read once) overrides, to measure.
+pub(crate) fn weight_grad_pays() -> bool {
+    static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PAYS.get_or_init(|| match std::env::var("FL_JOB_DIRECT_DW").as_deref() {
+        Ok("on") => true,
+        Ok("off") => false,
+        _ => !isa::intel(),
+    })
+}
+
 /// How the register blocks are cut on one instruction set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Blocking {

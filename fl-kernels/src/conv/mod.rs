@@ -105,7 +105,17 @@ pub fn backward(
         Path::DepthwisePlanar => planar::backward(g, x, weight, grad_out, want_dx, want_dw),
         Path::Direct => (
             want_dx.then(|| direct::input_grad(g, grad_out, weight)),
-            want_dw.then(|| direct::weight_grad(g, x, grad_out)),
+            want_dw.then(|| {
+                if direct::weight_grad_pays() {
+                    direct::weight_grad(g, x, grad_out)
+                } else if winograd::applies(g) {
+                    winograd::weight_grad(g, x, grad_out)
+                } else {
+                    im2col::backward(g, x, weight, grad_out, false, true)
+                        .1
+                        .expect("asked for the weight gradient")
+                }
+            }),
         ),
         Path::Winograd => (
             want_dx.then(|| winograd::input_grad(g, grad_out, weight)),

@@ -20,12 +20,22 @@ pub(crate) fn with_local<T: Default + 'static, R>(
     })
 }
 
-/// `len` zeros, written by all the pool's threads for large lengths. Why: `vec![0.0; len]`
-/// zeroes (or page-faults in) a layer's whole output on the calling thread while the others
-/// wait, 3–4 % of a training step's CPU time here; the kernels then overwrite it.
+/// `len` zeros. On a pool of one thread (a round's trainings and evaluations run one per
+/// thread, on lanes) `vec![0.0; len]`, which allocates zeroed memory (`calloc`: fresh pages
+/// come zeroed from the kernel, reused ones are cleared by `memset`, tens of bytes a cycle);
+/// on a larger pool, written by all its threads.
+///
+/// Why both: one computation spread over the pool would otherwise zero (or page-fault in) a
+/// layer's whole output on the calling thread while the others wait, 3–4 % of a 2-thread
+/// training step; but rayon writes those zeros element by element through its generic
+/// collector, a few bytes a cycle, so on one thread that loop was 12.6 % of a MobileNet-V2
+/// ×0.25 evaluation and 5.7 % of its training (perf, 2026-12-07). Side by side, `fl-job
+/// bench`, 3 alternations: 1 thread, inference 3,337–3,496 → 3,630–3,690 samples/s; 2
+/// threads, the parallel writes kept (5,115–5,346 samples/s with `vec!` against
+/// 5,429–5,549).
 pub(crate) fn zeroed(len: usize) -> Vec<f32> {
     const PARALLEL_FROM: usize = 1 << 16;
-    if len < PARALLEL_FROM {
+    if len < PARALLEL_FROM || rayon::current_num_threads() == 1 {
         return vec![0.0; len];
     }
     let mut v = Vec::with_capacity(len);

@@ -60,7 +60,7 @@ impl Default for FedAvgConfig {
             seed: 0,
             eval_samples: 2000,
             eval_seed: 0,
-            eval_batch: 200,
+            eval_batch: fl_task::task::DEFAULT_EVAL_BATCH,
         }
     }
 }

@@ -381,7 +381,7 @@ def replay(run_path, init="torch", threads=None, data_dir=None, log=print):
     if init == "ours":
         load_our_init(model, os.path.dirname(os.path.abspath(run_path)))
     t0 = time.time()
-    acc, loss = evaluate(model, eval_x, eval_y, cfg["eval_batch"])
+    acc, loss = evaluate(model, eval_x, eval_y, (cfg["eval_batch"] or 200))
     rounds = [{"round": 0, "accuracy": acc, "loss": loss, "train_loss": None,
                "wall_s": time.time() - t0}]
     log(f"torch round 0: accuracy {acc:.4f} loss {loss:.4f}")
@@ -402,7 +402,7 @@ def replay(run_path, init="torch", threads=None, data_dir=None, log=print):
             states.append({k: v.clone() for k, v in model.state_dict().items()})
             weights.append(len(y))
         model.load_state_dict(fedavg(states, weights))
-        acc, loss = evaluate(model, eval_x, eval_y, cfg["eval_batch"])
+        acc, loss = evaluate(model, eval_x, eval_y, (cfg["eval_batch"] or 200))
         train_loss = sum(l * n for l, n in zip(losses, weights)) / sum(weights)
         rounds.append({"round": r["round"], "accuracy": acc, "loss": loss,
                        "train_loss": train_loss, "wall_s": time.time() - t0})
@@ -444,8 +444,8 @@ def score_rounds(run_path, threads=None, data_dir=None, log=print):
             continue
         load_our_init(model, run_dir, name)
         with torch.no_grad():
-            acc, loss = evaluate(model, eval_x, eval_y, cfg["eval_batch"])
-        bacc, bloss = evaluate_batch_stats(model, eval_x, eval_y, cfg["eval_batch"])
+            acc, loss = evaluate(model, eval_x, eval_y, (cfg["eval_batch"] or 200))
+        bacc, bloss = evaluate_batch_stats(model, eval_x, eval_y, (cfg["eval_batch"] or 200))
         rows.append({"round": r["round"], "ours": r["accuracy"], "ours_loss": r["loss"],
                      "torch_eval": acc, "torch_eval_loss": loss,
                      "batch_stats": bacc, "batch_stats_loss": bloss})

@@ -44,7 +44,8 @@ pub struct FedAvgConfig {
     /// Seed of the draw of the evaluation set; fixed, not the run's seed, so that every
     /// seed of a comparison is scored on the same samples.
     pub eval_seed: u64,
-    /// Evaluation batch size.
+    /// Evaluation batch size; 0 (the default) leaves it to `fl_task::auto_eval_batch`
+    /// (50 on one thread, 200 on more).
     pub eval_batch: usize,
 }
 
@@ -60,7 +61,7 @@ impl Default for FedAvgConfig {
             seed: 0,
             eval_samples: 2000,
             eval_seed: 0,
-            eval_batch: fl_task::task::DEFAULT_EVAL_BATCH,
+            eval_batch: 0,
         }
     }
 }
@@ -82,9 +83,6 @@ impl FedAvgConfig {
         }
         if self.eval_samples == 0 {
             return bad("eval_samples must be at least 1".into());
-        }
-        if self.eval_batch == 0 {
-            return bad("eval_batch must be at least 1".into());
         }
         Ok(())
     }

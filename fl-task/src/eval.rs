@@ -19,7 +19,27 @@ pub struct EvalStats {
     pub loss: f64,
 }
 
-/// Evaluate `model` on `data` in batches of `batch_size`, using BatchNorm running statistics.
+/// The evaluation batch when a task leaves it to us (`batch_size` 0): 50 samples on a pool
+/// of one thread (a round's evaluations run one per thread, on lanes), 200 on a larger one.
+///
+/// Why it depends on the pool: on one thread the smaller batch keeps MobileNet-V2 ×0.25's
+/// 28 × 28 layers in the caches, and over two threads the larger one gives each thread
+/// enough work per layer. `fl-job bench --batch B`, inference samples/s, 2026-12-07 (Intel
+/// Xeon, two runs each): 1 thread, batch 50 / 200 — MobileNet-V2 ×0.25 3,639–3,640 /
+/// 3,190–3,214, ResNet-18 ×4 11,050–11,876 / 10,862–11,994, ResNet-18 ×16 1,649–1,814 /
+/// 1,667–1,768; 2 threads — MobileNet-V2 ×0.25 5,747–5,851 / 5,941–6,264, ResNet-18 ×4
+/// 16,593–16,667 / 19,519–20,618. The accuracy does not depend on it (evaluation
+/// normalises with the running statistics, sample by sample).
+pub fn auto_eval_batch() -> usize {
+    if rayon::current_num_threads() == 1 {
+        50
+    } else {
+        200
+    }
+}
+
+/// Evaluate `model` on `data` in batches of `batch_size` ([`auto_eval_batch`] when 0), using
+/// BatchNorm running statistics.
 pub fn evaluate(
     model: &Model,
     data: SampleView<'_>,
@@ -29,7 +49,12 @@ pub fn evaluate(
     let model = model.valid().to_device(device);
     let loss_fn = CrossEntropyLossConfig::new().init(device);
     let (mut correct, mut loss_sum, mut n) = (0i64, 0.0f64, 0usize);
-    for batch in data.batches(batch_size.max(1), None) {
+    let batch_size = if batch_size == 0 {
+        auto_eval_batch()
+    } else {
+        batch_size
+    };
+    for batch in data.batches(batch_size, None) {
         let (images, labels) = batch.to_tensors(device);
         let (loss, hits) = crate::train::on_worker(|| {
             let logits = model.forward(images);

@@ -39,7 +39,7 @@ pub mod weights;
 pub use backend::Backend;
 pub use config::TrainConfig;
 pub use error::FlError;
-pub use eval::{EvalStats, evaluate};
+pub use eval::{EvalStats, auto_eval_batch, evaluate};
 pub use fedavg::fedavg;
 pub use model::{Model, ModelKind, cpu_kernels, set_cpu_kernels};
 pub use tensors::{NamedTensor, read_shapes, read_tensors, trainable_params, write_tensors};

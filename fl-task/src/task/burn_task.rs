@@ -24,7 +24,7 @@ pub struct BurnTask {
     pub kind: ModelKind,
     /// Local-training hyper-parameters.
     pub train: TrainConfig,
-    /// Evaluation batch size.
+    /// Evaluation batch size; 0 leaves it to [`crate::eval::auto_eval_batch`].
     pub eval_batch: usize,
 }
 

@@ -15,7 +15,7 @@ mod burn_task;
 mod registry;
 
 pub use burn_task::BurnTask;
-pub use registry::{DEFAULT_EVAL_BATCH, Registry, TaskFactory};
+pub use registry::{Registry, TaskFactory};
 
 use crate::error::FlError;
 use crate::eval::EvalStats;

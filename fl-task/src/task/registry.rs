@@ -18,16 +18,6 @@ pub struct Registry {
     factories: BTreeMap<String, TaskFactory>,
 }
 
-/// Evaluation batch size of the built-in tasks unless their params say otherwise.
-///
-/// Why 50: evaluation runs on one thread per job (lanes), and at 200 samples a batch
-/// MobileNet-V2 ×0.25's 28 × 28 layers (48 channels) no longer fit the caches: `fl-job bench
-/// --batch B`, 1 thread, 2026-12-07, inference samples/s at batch 50 / 200: MobileNet-V2
-/// ×0.25 3,639–3,640 / 3,190–3,214, ResNet-18 ×4 11,050–11,876 / 10,862–11,994, ResNet-18
-/// ×16 1,649–1,814 / 1,667–1,768, MobileNet-V2 ×1.0 862–887 / 856–879. The accuracy does
-/// not depend on it (evaluation normalises with the running statistics, sample by sample).
-pub const DEFAULT_EVAL_BATCH: usize = 50;
-
 /// Parameters of the built-in tasks (all optional).
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -111,6 +101,6 @@ fn builtin(name: &str, kind: ModelKind, b: BuiltinParams) -> Result<Arc<dyn FlTa
         name: name.into(),
         kind,
         train,
-        eval_batch: b.eval_batch.unwrap_or(DEFAULT_EVAL_BATCH),
+        eval_batch: b.eval_batch.unwrap_or(0),
     }))
 }

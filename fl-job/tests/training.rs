@@ -158,6 +158,36 @@ fn a_few_sgd_steps_lower_the_loss_on_a_fixed_batch() {
     }
 }
 
+/// Batch size 0 leaves the evaluation batch to the pool (50 on one thread, 200 on more),
+/// and no batch size changes what evaluation scores: it normalises with the running
+/// statistics, sample by sample.
+#[test]
+fn the_evaluation_batch_does_not_change_the_score() {
+    let _rng = rng_lock();
+    let data = samples(230, 62);
+    let pool = |threads| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    };
+    assert_eq!(pool(1).install(fl_task::auto_eval_batch), 50);
+    assert_eq!(pool(2).install(fl_task::auto_eval_batch), 200);
+    for kind in [TINY_RESNET, TINY_MOBILENET] {
+        device().seed(11);
+        let m = model(kind);
+        let scores: Vec<fl_task::EvalStats> = [0, 1, 7, 50, 200, 230]
+            .into_iter()
+            .map(|b| pool(1).install(|| evaluate(&m, data.view(), b, &device())))
+            .collect();
+        for s in &scores {
+            assert_eq!(s.samples, 230, "{kind}");
+            assert_eq!(s.accuracy, scores[0].accuracy, "{kind}: {scores:?}");
+            assert!((s.loss - scores[0].loss).abs() < 1e-5, "{kind}: {scores:?}");
+        }
+    }
+}
+
 #[test]
 fn training_steps_and_epochs_are_honoured() {
     let _rng = rng_lock();

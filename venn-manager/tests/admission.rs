@@ -28,14 +28,7 @@ const PATIENT: &str =
 /// `n` check-ins per slot.
 async fn devices_seen(app: &Router, m: &Manager, first_id: u64, n: u64) {
     for d in first_id..first_id + n {
-        let (s, v) = call(
-            app,
-            "POST",
-            "/v1/check-in",
-            None,
-            Some(&checkin_body(d, 1.0)),
-        )
-        .await;
+        let (s, v) = check_in(app, d, 1.0).await;
         assert_eq!(s, StatusCode::OK, "{v}");
     }
     m.tick_admission().unwrap();
@@ -71,18 +64,6 @@ async fn submit(app: &Router, job: u64, token: &str, demand: u32) -> (StatusCode
     .await
 }
 
-async fn check_in(app: &Router, device: u64) -> Value {
-    call(
-        app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(device, 1.0)),
-    )
-    .await
-    .1
-}
-
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
@@ -111,13 +92,25 @@ async fn an_admitted_job_gets_its_plan_and_no_device_before_its_launch() {
     // Held: its open round gets no device before 1320 s, though devices are idle.
     let (s, v) = submit(&app, job, &token, 2).await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
-    assert!(check_in(&app, 500).await.get("retry_after_s").is_some());
+    assert!(
+        check_in(&app, 500, 1.0)
+            .await
+            .1
+            .get("retry_after_s")
+            .is_some()
+    );
     clock.advance(319.0);
-    assert!(check_in(&app, 501).await.get("retry_after_s").is_some());
+    assert!(
+        check_in(&app, 501, 1.0)
+            .await
+            .1
+            .get("retry_after_s")
+            .is_some()
+    );
     let (_, v) = call(&app, "GET", &format!("/v1/jobs/{job}/rounds/0"), None, None).await;
     assert_eq!(v["assigned"], 0, "{v}");
     clock.advance(1.0);
-    let v = check_in(&app, 502).await;
+    let v = check_in(&app, 502, 1.0).await.1;
     assert_eq!(v["assignment"]["job_id"].as_u64(), Some(job), "{v}");
 
     let (_, v) = call(&app, "GET", "/v1/status", None, None).await;
@@ -344,7 +337,7 @@ async fn a_short_slot_evicts_the_latest_admission_and_its_calls_get_410() {
         (Some(1000.0), Some(1000.0))
     );
     submit(&app, second, &token, 5).await;
-    let task = check_in(&app, 200).await["assignment"]["task_token"]
+    let task = check_in(&app, 200, 1.0).await.1["assignment"]["task_token"]
         .as_str()
         .expect("the second job runs")
         .to_string();
@@ -488,9 +481,15 @@ async fn a_restarted_manager_keeps_the_admitted_plan_hold_and_commitments() {
     assert_eq!(s, StatusCode::CONFLICT, "{v}");
     assert_eq!(v["error"]["quote"]["eviction_risk"], 1.0, "{v}");
     // Still held until 1320 s, then served.
-    assert!(check_in(&app, 700).await.get("retry_after_s").is_some());
+    assert!(
+        check_in(&app, 700, 1.0)
+            .await
+            .1
+            .get("retry_after_s")
+            .is_some()
+    );
     clock.advance(320.0);
-    let v = check_in(&app, 701).await;
+    let v = check_in(&app, 701, 1.0).await.1;
     assert_eq!(v["assignment"]["job_id"].as_u64(), Some(job), "{v}");
     // The controller knows the job: finishing it settles it as completed.
     let (s, _) = call(
@@ -586,7 +585,7 @@ async fn with_admission_off_a_statement_is_accepted_and_ignored() {
     );
     submit(&app, job, &token, 1).await;
     assert_eq!(
-        check_in(&app, 1).await["assignment"]["job_id"].as_u64(),
+        check_in(&app, 1, 1.0).await.1["assignment"]["job_id"].as_u64(),
         Some(job),
         "not held"
     );
@@ -625,7 +624,7 @@ async fn a_database_from_before_admission_opens_with_admission_on() {
     assert_eq!(s, StatusCode::OK);
     assert!(v.get("plan").is_none(), "{v}");
     assert_eq!(
-        check_in(&app, 1).await["assignment"]["job_id"].as_u64(),
+        check_in(&app, 1, 1.0).await.1["assignment"]["job_id"].as_u64(),
         Some(old)
     );
     devices_seen(&app, &m, 2, 99).await;

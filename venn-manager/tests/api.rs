@@ -32,14 +32,7 @@ async fn a_round_from_registration_to_finish() {
     .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
     assert_eq!(v["round"], 0);
-    let (s, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(7, 1.0)),
-    )
-    .await;
+    let (s, v) = check_in(&app, 7, 1.0).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     let a = &v["assignment"];
     assert_eq!(a["job_id"].as_u64(), Some(job));
@@ -370,14 +363,7 @@ async fn every_client_error_is_json_and_names_the_problem() {
     .await;
     assert_eq!((s, err_code(&v)), (StatusCode::CONFLICT, "conflict"));
     // Ineligible device: told to come back.
-    let (s, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(1, 1.0)),
-    )
-    .await;
+    let (s, v) = check_in(&app, 1, 1.0).await;
     assert_eq!(s, StatusCode::OK);
     assert!(v["retry_after_s"].as_f64().unwrap() > 0.0, "{v}");
     let (s, v) = call(&app, "POST", "/v1/check-in", None, Some(r#"{"device_id":1,"profile":{"cpu_score":1,"mem_score":1,"os_version":1,"ms_per_sample":0,"bandwidth_kbps":1}}"#)).await;

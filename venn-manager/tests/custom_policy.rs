@@ -84,14 +84,7 @@ async fn a_custom_policy_places_check_ins_in_the_manager() {
     let app = router(m.clone());
     let _old = open_round(&app, "old").await;
     let new = open_round(&app, "new").await;
-    let (s, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(7, 1.0)),
-    )
-    .await;
+    let (s, v) = check_in(&app, 7, 1.0).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["assignment"]["job_id"].as_u64(), Some(new), "{v}");
     let (_, status) = call(&app, "GET", "/v1/status", None, None).await;
@@ -110,14 +103,7 @@ async fn a_custom_policy_places_check_ins_in_the_manager() {
         .unwrap(),
     );
     let app = router(m);
-    let (s, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(8, 1.0)),
-    )
-    .await;
+    let (s, v) = check_in(&app, 8, 1.0).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_ne!(v["assignment"]["job_id"].as_u64(), Some(new), "{v}");
 }

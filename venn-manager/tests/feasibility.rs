@@ -34,14 +34,7 @@ async fn rounds_the_seen_supply_rules_out_are_refused_once_there_is_evidence() {
 
     // 120 check-ins over 408 s, every device with memory score 1.
     for device in 0..120 {
-        let (s, _) = call(
-            &app,
-            "POST",
-            "/v1/check-in",
-            None,
-            Some(&checkin_body(device, 1.0)),
-        )
-        .await;
+        let (s, _) = check_in(&app, device, 1.0).await;
         assert_eq!(s, StatusCode::OK);
         clock.advance(3.4);
     }

@@ -82,14 +82,7 @@ async fn a_close_refused_on_a_full_disk_leaves_the_manager_as_its_database() {
     let r0 = submit(&app, job, &token).await;
     assert_eq!(close(&app, job, &token, r0).await.0, StatusCode::OK);
     let r1 = submit(&app, job, &token).await;
-    let (s, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(7, 1.0)),
-    )
-    .await;
+    let (s, v) = check_in(&app, 7, 1.0).await;
     assert_eq!(s, StatusCode::OK, "{v}");
 
     // The disk fills: the close is refused, with the JSON error shape.
@@ -99,14 +92,7 @@ async fn a_close_refused_on_a_full_disk_leaves_the_manager_as_its_database() {
     assert_eq!(v["error"]["code"], "storage_full", "{v}");
     assert!(v["error"]["message"].is_string(), "{v}");
     // Still full: the next write (an assignment) is refused too, after the rebuild.
-    let (s, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(8, 1.0)),
-    )
-    .await;
+    let (s, v) = check_in(&app, 8, 1.0).await;
     assert_eq!(s, StatusCode::INSUFFICIENT_STORAGE, "{v}");
     assert_eq!(v["error"]["code"], "storage_full", "{v}");
 

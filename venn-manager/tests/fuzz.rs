@@ -115,7 +115,7 @@ proptest! {
             let (m, clock, _db) = manager_with(&format!("fuzz-adm-{}", rand_suffix()), admission_settings());
             let app = router(m.clone());
             for d in 0..20 {
-                call(&app, "POST", "/v1/check-in", None, Some(&checkin_body(d, 1.0))).await;
+                check_in(&app, d, 1.0).await;
             }
             for (method, uri, body, dt) in reqs {
                 let (s, v) = call(&app, method, &uri, None, body.as_deref()).await;

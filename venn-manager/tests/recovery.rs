@@ -22,14 +22,7 @@ async fn leases_release_devices_of_a_vanished_job_and_dead_rounds_abort() {
         Some(r#"{"demand":3,"deadline_s":20,"min_response_fraction":0.5}"#),
     )
     .await;
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(1, 1.0)),
-    )
-    .await;
+    let (_, v) = check_in(&app, 1, 1.0).await;
     let lease = v["assignment"]["lease_s"].as_f64().unwrap();
     // The job process is gone: nobody closes the round. Before the lease ends, nothing moves.
     clock.advance(lease - 1.0);
@@ -59,14 +52,7 @@ async fn leases_release_devices_of_a_vanished_job_and_dead_rounds_abort() {
         Some(r#"{"demand":1,"deadline_s":20,"min_response_fraction":1}"#),
     )
     .await;
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(1, 1.0)),
-    )
-    .await;
+    let (_, v) = check_in(&app, 1, 1.0).await;
     // Job a's retry (round 0 again) is not submitted, so only b wants devices.
     assert_eq!(v["assignment"]["job_id"].as_u64(), Some(job2));
 }
@@ -109,14 +95,7 @@ async fn a_reopened_manager_resumes_the_open_round() {
         .0,
         StatusCode::NO_CONTENT
     );
-    let (_, v) = call(
-        &app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(1, 1.0)),
-    )
-    .await;
+    let (_, v) = check_in(&app, 1, 1.0).await;
     assert!(v.get("retry_after_s").is_some(), "{v}");
     let t2 = assigned_token(&app, 2).await;
     assert_eq!(

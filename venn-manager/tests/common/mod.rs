@@ -154,10 +154,15 @@ pub async fn submit_round(app: &Router, job: u64, token: &str, body: &str) -> Va
     v
 }
 
+/// Checks `device` in with memory score `mem`: the reply's status and body.
+pub async fn check_in(app: &Router, device: u64, mem: f64) -> (StatusCode, Value) {
+    let body = checkin_body(device, mem);
+    call(app, "POST", "/v1/check-in", None, Some(&body)).await
+}
+
 /// Checks `device` (memory score 1) in, which must be assigned: returns its task token.
 pub async fn assigned_token(app: &Router, device: u64) -> String {
-    let body = checkin_body(device, 1.0);
-    let (_, v) = call(app, "POST", "/v1/check-in", None, Some(&body)).await;
+    let (_, v) = check_in(app, device, 1.0).await;
     v["assignment"]["task_token"]
         .as_str()
         .unwrap_or_else(|| panic!("device {device} was not assigned: {v}"))
@@ -182,14 +187,7 @@ pub async fn one_task(app: &Router, job: u64, token: &str, device: u64) -> Strin
     let path = format!("/v1/jobs/{job}/rounds");
     let (s, v) = call(app, "POST", &path, Some(token), Some(round)).await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
-    let (_, v) = call(
-        app,
-        "POST",
-        "/v1/check-in",
-        None,
-        Some(&checkin_body(device, 1.0)),
-    )
-    .await;
+    let (_, v) = check_in(app, device, 1.0).await;
     assert_eq!(v["assignment"]["job_id"].as_u64(), Some(job), "{v}");
     v["assignment"]["task_token"].as_str().unwrap().to_string()
 }

@@ -126,9 +126,49 @@ impl Femnist {
     /// and small (a few hundred samples) yardstick; 2,000 samples over all writers give a
     /// 95 % interval of about ±2 points at 60 % accuracy.
     pub fn eval_set(&self, n: usize, seed: u64) -> Samples {
+        self.test_draw(0, n, seed)
+    }
+
+    /// A job's held-out samples: its evaluation set ([`Femnist::eval_set`]) and, when its
+    /// task wants `calibration` samples, the calibration set after it in the same draw;
+    /// refused when the test parts cannot supply all of those (the evaluation set alone may
+    /// be smaller than asked, as `eval_set` allows).
+    pub fn held_out(
+        &self,
+        eval_samples: usize,
+        calibration: usize,
+        seed: u64,
+    ) -> Result<HeldOut, TooFewHeldOut> {
+        let calibration_set = self.calibration_set(eval_samples, calibration, seed);
+        if calibration_set.labels.len() < calibration {
+            return Err(TooFewHeldOut {
+                wanted: calibration,
+                evaluated: eval_samples,
+                available: calibration_set.labels.len(),
+            });
+        }
+        Ok(HeldOut {
+            test: self.eval_set(eval_samples, seed),
+            calibration: calibration_set,
+        })
+    }
+
+    /// The server's calibration set: the `n` test samples that come after the evaluation
+    /// set's `skip` in the same seeded draw (so disjoint from `eval_set(skip, seed)`), in
+    /// their stored order; fewer, possibly none, when the test parts run out. A server may
+    /// hold such unlabeled samples to re-estimate BatchNorm statistics of averaged weights
+    /// (`fl_task::recalibrate_bn`); they are never scored.
+    pub fn calibration_set(&self, skip: usize, n: usize, seed: u64) -> Samples {
+        self.test_draw(skip, n, seed)
+    }
+
+    /// Test samples `skip..skip + n` of the shuffle of all test samples seeded by `seed`,
+    /// in stored order.
+    fn test_draw(&self, skip: usize, n: usize, seed: u64) -> Samples {
         let total: usize = self.test.iter().map(Writer::len).sum();
         let mut pick = shuffled_indices(total, seed);
-        pick.truncate(n.min(total));
+        pick.truncate(skip.saturating_add(n).min(total));
+        pick.drain(..skip.min(pick.len()));
         pick.sort_unstable();
         let mut out = Samples {
             images: Vec::with_capacity(pick.len() * IMAGE_PIXELS),
@@ -148,6 +188,32 @@ impl Femnist {
         }
         out
     }
+}
+
+/// A job's held-out samples ([`Femnist::held_out`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HeldOut {
+    /// The evaluation set every round is scored on.
+    pub test: Samples,
+    /// The server's unlabeled calibration set (its labels unused), disjoint from `test`;
+    /// empty when the task wants none.
+    pub calibration: Samples,
+}
+
+/// The data's test parts hold fewer samples than a job's evaluation and calibration sets
+/// together.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "bn_calibration = {wanted} wants held-out samples beyond the {evaluated} evaluated, but the \
+     data's test parts hold only {available} more"
+)]
+pub struct TooFewHeldOut {
+    /// Calibration samples asked for.
+    pub wanted: usize,
+    /// The evaluation set's size.
+    pub evaluated: usize,
+    /// Test samples left after the evaluation set.
+    pub available: usize,
 }
 
 #[cfg(test)]
@@ -190,5 +256,29 @@ mod tests {
         assert!(writers.len() >= 8, "{writers:?}");
         // Asking for more than there is gives everything.
         assert_eq!(data.eval_set(1000, 3).labels.len(), 100);
+    }
+
+    /// The calibration set continues the evaluation set's draw: disjoint from it, the two
+    /// together the first `skip + n` samples of the draw, and short when the test parts end.
+    #[test]
+    fn calibration_set_is_disjoint_from_the_eval_set() {
+        let data = Femnist {
+            test: (0..10).map(|w| writer(w, 10)).collect(),
+            ..Femnist::default()
+        };
+        let eval: BTreeSet<u8> = data.eval_set(40, 3).labels.into_iter().collect();
+        let calib: BTreeSet<u8> = data.calibration_set(40, 30, 3).labels.into_iter().collect();
+        assert_eq!(calib.len(), 30);
+        assert!(eval.is_disjoint(&calib));
+        let both: BTreeSet<u8> = data.eval_set(70, 3).labels.into_iter().collect();
+        assert_eq!(both, &eval | &calib);
+        assert_eq!(data.calibration_set(90, 30, 3).labels.len(), 10);
+        assert!(data.calibration_set(200, 30, 3).labels.is_empty());
+        let held = data.held_out(40, 30, 3).unwrap();
+        assert_eq!(held.test, data.eval_set(40, 3));
+        assert_eq!(held.calibration, data.calibration_set(40, 30, 3));
+        let short = data.held_out(90, 30, 3).unwrap_err();
+        assert_eq!(short.available, 10);
+        assert!(short.to_string().contains("bn_calibration = 30"), "{short}");
     }
 }

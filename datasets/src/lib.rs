@@ -23,7 +23,7 @@ mod shuffle;
 mod tensor;
 
 pub use error::LeafError;
-pub use femnist::{Femnist, Stats, WriterSet};
+pub use femnist::{Femnist, HeldOut, Stats, TooFewHeldOut, WriterSet};
 pub use labels::{NUM_CLASSES, char_label, label_char};
 pub use leaf::{IMAGE_PIXELS, Writer, leaf_files, parse_leaf, read_leaf, read_leaf_file};
 pub use location::{

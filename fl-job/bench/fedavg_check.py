@@ -35,7 +35,7 @@ def run_ours(a, seed, out_dir):
     cmd = [a.fl_job, "fedavg", "--model", a.model, "--rounds", str(a.rounds),
            "--participants", str(a.participants), "--lr", str(a.lr), "--momentum", str(a.momentum),
            "--batch", str(a.batch), "--local-epochs", str(a.local_epochs), "--seed", str(seed),
-           "--lr-decay", str(a.lr_decay),
+           "--lr-decay", str(a.lr_decay), "--bn-calibration", str(a.bn_calibration),
            "--eval-samples", str(a.eval_samples), "--out", out_dir]
     if a.data:
         cmd += ["--data", a.data]
@@ -106,6 +106,9 @@ def main():
     ap.add_argument("--lr-decay", type=float, default=1.0,
                     help="per-round learning-rate decay (fl-job fedavg --lr-decay; the replay reads it "
                     "from the run)")
+    ap.add_argument("--bn-calibration", type=int, default=0,
+                    help="held-out samples on which both sides re-estimate BatchNorm statistics "
+                         "after every aggregation (0: FedAvg's averaged statistics)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="seeds run side by side (each seed's two sides still one after the other)")
     ap.add_argument("--eval-samples", type=int, default=2000)
@@ -142,7 +145,7 @@ def main():
         first = json.load(f)
     setup = {
         "date": date, "model": a.model, "rounds": a.rounds, "participants": a.participants,
-        "lr": a.lr, "lr_decay": a.lr_decay, "momentum": a.momentum, "batch": a.batch, "local_epochs": a.local_epochs,
+        "lr": a.lr, "lr_decay": a.lr_decay, "bn_calibration": a.bn_calibration, "momentum": a.momentum, "batch": a.batch, "local_epochs": a.local_epochs,
         "seeds": a.seeds, "eval_samples": len(first["eval_set"]),
         "eval_seed": first["config"]["eval_seed"], "data": first["data"],
         "train_writers": first["train_writers"], "torch_init": a.init, "threads": a.threads,
@@ -202,7 +205,10 @@ def render(out, report):
         f"`fl-job/bench/fedavg_check.py --init {init} --threads {setup['threads']}`: {setup['model']}, "
         f"{last} rounds, {setup['participants']} participants per round, lr {setup['lr']}"
         f" × {setup.get('lr_decay', 1.0)}^round, momentum "
-        f"{setup['momentum']}, batch {setup['batch']}, {setup['local_epochs']} local epoch(s); seeds "
+        f"{setup['momentum']}, batch {setup['batch']}, {setup['local_epochs']} local epoch(s)"
+        + (f", BatchNorm statistics re-estimated on {setup['bn_calibration']} held-out samples "
+           "after every aggregation" if setup.get("bn_calibration") else "")
+        + "; seeds "
         f"{seeds}; accuracy on {setup['eval_samples']} held-out test samples (the same for every run); "
         f"PyTorch {setup['torch']} starting from "
         + ("its own seeded initialisation" if init == "torch" else "our initial weights (init.f32)")
@@ -232,6 +238,11 @@ def render(out, report):
             fall, half, k = largest_fall(r[side]["accuracy"], n)
             cells.append(f"{fall:.1f} (±{half:.1f}; round {k})" if k else "none")
         lines.append(f"| {r['seed']} | {cells[0]} | {cells[1]} |")
+    last3 = {side: [mean([x * 100 for x in r[side]["accuracy"][-3:]]) for r in runs]
+             for side in ("ours", "torch")}
+    lines += ["", "Mean of the last 3 evaluations per seed: ours "
+              + ", ".join(f"{v:.1f}" for v in last3["ours"]) + " %; PyTorch "
+              + ", ".join(f"{v:.1f}" for v in last3["torch"]) + " %."]
     lines += ["", "Every round (means over seeds; per seed: ours / PyTorch accuracy %):", "",
               "| round | ours % | PyTorch % | diff | ours loss | PyTorch loss | "
               + " | ".join(f"seed {s}" for s in seeds) + " |",

@@ -16,6 +16,10 @@ the settings) and the FEMNIST LEAF files the run read, then trains FedAvg round 
   below and checked against the order the run recorded), the last batch smaller;
 - FedAvg: the sample-weighted mean (in float64) of every float tensor of the state dict,
   BatchNorm running mean and variance included, as fl-job's FlTask::aggregate;
+- with `bn_calibration` > 0: after every aggregation the running statistics are re-estimated
+  on the run's calibration set (held-out samples after the evaluation set in its draw), in
+  batches of 100 in order, as the sample-weighted mean of each batch's statistics (as
+  fl_task::recalibrate_bn; the variance unbiased here, biased there);
 - evaluation: eval mode (BatchNorm running statistics), batches of the run's eval_batch.
 
 Known difference: PyTorch updates BatchNorm's running variance with the unbiased batch
@@ -334,6 +338,25 @@ def evaluate(model, images, labels, batch):
     return correct / len(labels), loss_sum / len(labels)
 
 
+@torch.no_grad()
+def recalibrate_bn(model, images, batch=100):
+    """The running statistics of every BatchNorm replaced by the sample-weighted mean of the
+    statistics of `images` in batches of `batch`, in order (fl_task::recalibrate_bn)."""
+    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    kept = [m.momentum for m in bns]
+    model.train()
+    seen = 0
+    for b in range(0, len(images), batch):
+        x = images[b:b + batch]
+        seen += len(x)
+        for m in bns:
+            m.momentum = len(x) / seen
+        model(x)
+    for m, k in zip(bns, kept):
+        m.momentum = k
+    model.eval()
+
+
 def evaluate_batch_stats(model, images, labels, batch):
     """As `evaluate`, but BatchNorm normalises with each evaluation batch's own statistics
     instead of the running ones (train mode, no gradients; the running statistics it updates
@@ -362,7 +385,8 @@ def replay(run_path, init="torch", threads=None, data_dir=None, log=print):
     data_dir = data_dir or run["data"]
     start = time.time()
     train_ids = {p["writer"] for r in run["rounds"] for p in r["participants"]}
-    test_ids = {w for w, _ in run["eval_set"]}
+    calibration_set = run.get("calibration_set", []) if cfg.get("bn_calibration", 0) else []
+    test_ids = {w for w, _ in run["eval_set"]} | {w for w, _ in calibration_set}
     train = load_leaf(os.path.join(data_dir, "train"), train_ids)
     test = load_leaf(os.path.join(data_dir, "test"), test_ids)
     load_s = time.time() - start
@@ -375,6 +399,8 @@ def replay(run_path, init="torch", threads=None, data_dir=None, log=print):
     eval_x = model_pixels(np.stack([test[w][0][i] for w, i in run["eval_set"]]))
     eval_y = torch.tensor([int(test[w][1][i]) for w, i in run["eval_set"]])
     tensors = {w: (model_pixels(x), torch.from_numpy(y)) for w, (x, y) in train.items()}
+    calib_x = (model_pixels(np.stack([test[w][0][i] for w, i in calibration_set]))
+               if calibration_set else None)
 
     torch.manual_seed(cfg["seed"])
     model = build_model(cfg["model"])
@@ -402,6 +428,8 @@ def replay(run_path, init="torch", threads=None, data_dir=None, log=print):
             states.append({k: v.clone() for k, v in model.state_dict().items()})
             weights.append(len(y))
         model.load_state_dict(fedavg(states, weights))
+        if calib_x is not None:
+            recalibrate_bn(model, calib_x)
         acc, loss = evaluate(model, eval_x, eval_y, (cfg["eval_batch"] or 200))
         train_loss = sum(l * n for l, n in zip(losses, weights)) / sum(weights)
         rounds.append({"round": r["round"], "accuracy": acc, "loss": loss,

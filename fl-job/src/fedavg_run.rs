@@ -47,6 +47,11 @@ pub struct FedAvgConfig {
     /// Evaluation batch size; 0 (the default) leaves it to `fl_task::auto_eval_batch`
     /// (50 on one thread, 200 on more).
     pub eval_batch: usize,
+    /// Held-out samples, after the evaluation set in its draw, on which the server
+    /// re-estimates BatchNorm statistics after every round (`fl_task::recalibrate_bn`); 0
+    /// (the default) keeps FedAvg's averaged statistics.
+    #[serde(default)]
+    pub bn_calibration: usize,
 }
 
 impl Default for FedAvgConfig {
@@ -62,6 +67,7 @@ impl Default for FedAvgConfig {
             eval_samples: 2000,
             eval_seed: 0,
             eval_batch: 0,
+            bn_calibration: 0,
         }
     }
 }
@@ -83,6 +89,12 @@ impl FedAvgConfig {
         }
         if self.eval_samples == 0 {
             return bad("eval_samples must be at least 1".into());
+        }
+        if self.bn_calibration > 10_000 {
+            return bad(format!(
+                "bn_calibration must be at most 10000, got {}",
+                self.bn_calibration
+            ));
         }
         Ok(())
     }
@@ -106,8 +118,16 @@ pub fn local_seed(seed: u64, round: u32, writer: usize) -> u64 {
 /// The evaluation set: `n` positions (ascending) in the concatenation of the test
 /// writers' samples (id order, file order within a writer), drawn by `eval_seed`.
 pub fn eval_positions(total: usize, n: usize, eval_seed: u64) -> Vec<usize> {
+    held_out_positions(total, 0, n, eval_seed)
+}
+
+/// Positions `skip..skip + n` of the same draw, ascending: with `skip` = the evaluation
+/// set's size, the server's calibration set (`FedAvgConfig::bn_calibration`), as
+/// `datasets::Femnist::calibration_set` draws it.
+pub fn held_out_positions(total: usize, skip: usize, n: usize, eval_seed: u64) -> Vec<usize> {
     let mut pos = shuffled_indices(total, eval_seed);
-    pos.truncate(n.min(total));
+    pos.truncate(skip.saturating_add(n).min(total));
+    pos.drain(..skip.min(pos.len()));
     pos.sort_unstable();
     pos
 }
@@ -161,6 +181,10 @@ pub struct FedAvgReport {
     pub test_samples: usize,
     /// The evaluation set, in evaluation order.
     pub eval_set: Vec<SampleRef>,
+    /// The server's calibration set (`bn_calibration` samples), in the order it is used;
+    /// empty without one.
+    #[serde(default)]
+    pub calibration_set: Vec<SampleRef>,
     /// For replays to check their shuffle: round 1's first participant's epoch-0 sample
     /// order (indices into its train part), as `datasets::SampleView::batches` draws it.
     pub first_shuffle: Vec<usize>,
@@ -209,8 +233,19 @@ fn run_on_one_thread(
         kind: cfg.model,
         train: cfg.train.clone(),
         eval_batch: cfg.eval_batch,
+        bn_calibration: cfg.bn_calibration,
     };
-    let (eval_set, eval) = eval_set(data, cfg)?;
+    let (eval_set, eval) = held_out(data, 0, cfg.eval_samples, cfg.eval_seed)?;
+    let (calibration_set, calibration) =
+        held_out(data, cfg.eval_samples, cfg.bn_calibration, cfg.eval_seed)?;
+    if calibration.labels.len() < cfg.bn_calibration {
+        return Err(FlError::Config(format!(
+            "bn_calibration: {} samples wanted after the {} evaluated, the test parts hold {} more",
+            cfg.bn_calibration,
+            cfg.eval_samples,
+            calibration.labels.len()
+        )));
+    }
     let mut global = task.init(cfg.seed)?;
     let initial = task.decode(&global)?;
     let mut state = ServerState::default();
@@ -265,6 +300,7 @@ fn run_on_one_thread(
             updates.push((up.weights, up.samples));
         }
         global = task.aggregate(&global, &updates, &mut state)?;
+        global = task.calibrate(&global, calibration.view())?;
         let e = score(&global)?;
         let n: u64 = who.iter().map(|p| p.samples).sum();
         let train_loss = who
@@ -290,6 +326,7 @@ fn run_on_one_thread(
         train_writers: data.train.len(),
         test_samples: data.test.iter().map(|w| w.len()).sum(),
         eval_set,
+        calibration_set,
         first_shuffle,
         rounds,
         wall_s: start.elapsed().as_secs_f64(),
@@ -297,8 +334,14 @@ fn run_on_one_thread(
     Ok((initial, report))
 }
 
-/// The evaluation set as references and as samples.
-fn eval_set(data: &Femnist, cfg: &FedAvgConfig) -> Result<(Vec<SampleRef>, Samples), FlError> {
+/// Held-out samples `skip..skip + n` of the evaluation draw (the evaluation set with `skip`
+/// 0), as references and as samples.
+fn held_out(
+    data: &Femnist,
+    skip: usize,
+    n: usize,
+    eval_seed: u64,
+) -> Result<(Vec<SampleRef>, Samples), FlError> {
     let refs: Vec<(usize, usize)> = data
         .test
         .iter()
@@ -310,7 +353,7 @@ fn eval_set(data: &Femnist, cfg: &FedAvgConfig) -> Result<(Vec<SampleRef>, Sampl
     }
     let mut set = Samples::default();
     let mut named = Vec::new();
-    for p in eval_positions(refs.len(), cfg.eval_samples, cfg.eval_seed) {
+    for p in held_out_positions(refs.len(), skip, n, eval_seed) {
         let (w, i) = refs[p];
         let writer = &data.test[w];
         let one = writer.view().gather(&[i]);

@@ -92,6 +92,50 @@ fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
     assert_eq!(a.test_samples, 24);
 }
 
+/// With `bn_calibration` the run draws its calibration set after the evaluation set (the
+/// two disjoint, recorded for a replay), re-estimates every round's statistics, and refuses
+/// a set the test parts cannot hold.
+#[test]
+fn a_run_with_calibration_records_its_held_out_samples() {
+    let d = data(6);
+    let cfg = FedAvgConfig {
+        model: TINY_RESNET,
+        rounds: 1,
+        participants: 2,
+        train: TrainConfig {
+            batch_size: 5,
+            ..Default::default()
+        },
+        eval_samples: 10,
+        bn_calibration: 8,
+        ..Default::default()
+    };
+    let (_, plain) = {
+        let _rng = common::rng_lock();
+        let cfg = FedAvgConfig {
+            bn_calibration: 0,
+            ..cfg.clone()
+        };
+        run_fedavg(&d, "synthetic", &cfg, 1, |_, _| {}).unwrap()
+    };
+    let (_, a) = {
+        let _rng = common::rng_lock();
+        run_fedavg(&d, "synthetic", &cfg, 1, |_, _| {}).unwrap()
+    };
+    assert!(plain.calibration_set.is_empty());
+    assert_eq!(a.calibration_set.len(), 8);
+    assert!(a.calibration_set.iter().all(|s| !a.eval_set.contains(s)));
+    // The same training, different statistics: round 1 scores differently.
+    assert_eq!(plain.rounds[0].loss, a.rounds[0].loss);
+    assert_ne!(plain.rounds[1].loss, a.rounds[1].loss);
+    let too_many = FedAvgConfig {
+        bn_calibration: 15,
+        ..cfg
+    };
+    let err = run_fedavg(&d, "synthetic", &too_many, 1, |_, _| {}).unwrap_err();
+    assert!(err.to_string().contains("bn_calibration"), "{err}");
+}
+
 #[test]
 fn too_many_participants_is_a_config_error() {
     let cfg = FedAvgConfig {

@@ -84,6 +84,7 @@ fn a_task_trains_round_r_at_the_decayed_rate() {
             ..Default::default()
         },
         eval_batch: 8,
+        bn_calibration: 0,
     };
     let (decaying, decayed) = (task(0.2, 0.5), task(0.05, 1.0));
     let global = decaying.init(3).unwrap();

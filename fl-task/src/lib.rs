@@ -16,14 +16,17 @@
 //!   (`model/conv_op.rs`, `model/bn_op.rs`); what a model costs per sample.
 //! - `train.rs` ([`train_local`]: cross-entropy and SGD, `sgd.rs` its fused step),
 //!   `eval.rs` ([`evaluate`]), `fedavg.rs` ([`fedavg`]), [`weights`] (bytes that travel),
-//!   `tensors.rs` (named tensors, for aggregation), `config.rs` ([`TrainConfig`]).
+//!   `tensors.rs` (named tensors, for aggregation), `config.rs` ([`TrainConfig`]),
+//!   `calibrate.rs` ([`recalibrate_bn`]: BatchNorm statistics of averaged weights).
 //! - [`lanes`]: a round's trainings side by side, one thread each.
 //!
 //! The pieces a federated round needs:
 //! [`ModelKind::init`] → [`train_local`] on a writer's [`datasets::SampleView`] →
-//! [`weights::to_bytes`] (what travels) → [`weights::load`] → [`fedavg`] → [`evaluate`].
+//! [`weights::to_bytes`] (what travels) → [`weights::load`] → [`fedavg`] → [`recalibrate_bn`]
+//! (optional) → [`evaluate`].
 
 mod backend;
+mod calibrate;
 mod config;
 mod error;
 mod eval;
@@ -37,6 +40,7 @@ mod train;
 pub mod weights;
 
 pub use backend::Backend;
+pub use calibrate::{CALIBRATION_BATCH, recalibrate_bn};
 pub use config::TrainConfig;
 pub use error::FlError;
 pub use eval::{EvalStats, auto_eval_batch, evaluate};

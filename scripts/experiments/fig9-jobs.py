@@ -21,8 +21,8 @@ SPECS = [
     ("compute", "Compute-Rich (56%)", "min_mem_score = 10, min_cpu_score = 7, min_os_version = 6"),
 ]
 MODELS = [
-    ("resnet18", "resnet18-femnist", "{ width = 4, train = { lr = 0.1, batch_size = 20, local_epochs = 2 } }"),
-    ("mobilenet", "mobilenet_v2-femnist", "{ width = 0.25, train = { lr = 0.05, lr_decay = 0.93, batch_size = 20, local_epochs = 2 } }"),
+    ("resnet18", "resnet18-femnist", "{ width = 4, bn_calibration = 500, train = { lr = 0.1, batch_size = 20, local_epochs = 2 } }"),
+    ("mobilenet", "mobilenet_v2-femnist", "{ width = 0.25, bn_calibration = 500, train = { lr = 0.05, lr_decay = 0.93, batch_size = 20, local_epochs = 2 } }"),
 ]
 DEADLINE = {8: 300, 10: 600, 12: 900}
 

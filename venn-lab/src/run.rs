@@ -239,7 +239,14 @@ fn spawn_jobs(
         let task = registry
             .build(&lj.job.task, &lj.job.params)
             .map_err(|e| setup(format!("job {}: {e}", lj.job.name)))?;
-        let test = Arc::new(data.eval_set(lj.job.eval_samples, lj.job.eval_seed));
+        let held_out = data
+            .held_out(
+                lj.job.eval_samples,
+                task.calibration_samples(),
+                lj.job.eval_seed,
+            )
+            .map_err(|e| setup(format!("job {}: params.{e}", lj.job.name)))?;
+        let held_out = Arc::new(held_out);
         let opts = RunOptions {
             manager: base.to_string(),
             listen: "127.0.0.1:0".parse().expect("literal"),
@@ -253,7 +260,7 @@ fn spawn_jobs(
         jobs.spawn(async move {
             tokio::time::sleep(Duration::from_secs_f64(arrival)).await;
             let name = job.name.clone();
-            (name, run_job(job, task, test, opts).await)
+            (name, run_job(job, task, held_out, opts).await)
         });
     }
     Ok(jobs)

@@ -308,6 +308,7 @@ fn emulated_duration_of_stated_work_is_the_virtual_clocks() {
             ..Default::default()
         },
         eval_batch: 100,
+        bn_calibration: 0,
     };
     let work = task.work().expect("a Burn task states its work");
     let p = DeviceProfile::new(1.0, 1.0, 10.0).with_speed(156.0, 8000.0);

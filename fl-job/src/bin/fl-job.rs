@@ -166,6 +166,12 @@ struct FedavgArgs {
     /// Seed of the evaluation-set draw.
     #[arg(long, default_value_t = 0)]
     eval_seed: u64,
+    /// Held-out samples (the ones after the evaluation set in its draw, never scored) on
+    /// which the server re-estimates the BatchNorm statistics of the averaged weights after
+    /// every round; 0 keeps FedAvg's averaged statistics (fl-job/TRAINING.md, "BatchNorm
+    /// statistics re-estimated by the server").
+    #[arg(long, default_value_t = 0)]
+    bn_calibration: usize,
     /// FEMNIST directory. Default: as for `centralized`.
     #[arg(long)]
     data: Option<PathBuf>,
@@ -204,6 +210,7 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
         seed: a.seed,
         eval_samples: a.eval_samples,
         eval_seed: a.eval_seed,
+        bn_calibration: a.bn_calibration,
         ..Default::default()
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
@@ -215,6 +222,7 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
         kind: cfg.model,
         train: cfg.train.clone(),
         eval_batch: cfg.eval_batch,
+        bn_calibration: cfg.bn_calibration,
     };
     let mut saved: anyhow::Result<()> = Ok(());
     let (initial, report) = run_fedavg(&femnist, &data_dir, &cfg, a.lanes, |r, global| {
@@ -335,7 +343,10 @@ fn run_live(a: RunArgs) -> anyhow::Result<()> {
     let registry = fl_task::task::Registry::with_builtins();
     let t = registry.build(&cfg.task, &cfg.params)?;
     let femnist = Femnist::open(data.as_deref(), WriterSet::Main)?;
-    let test = std::sync::Arc::new(femnist.eval_set(cfg.eval_samples, cfg.eval_seed));
+    let held_out = femnist
+        .held_out(cfg.eval_samples, t.calibration_samples(), cfg.eval_seed)
+        .map_err(|e| anyhow::anyhow!("{}: params.{e}", config.display()))?;
+    let held_out = std::sync::Arc::new(held_out);
     let rt = tokio::runtime::Runtime::new()?;
     let opts = fl_job::runner::RunOptions {
         manager,
@@ -348,7 +359,7 @@ fn run_live(a: RunArgs) -> anyhow::Result<()> {
     };
     let report = rt.block_on(async {
         wait_for_manager(&opts.manager, Duration::from_secs_f64(wait_s.max(0.0))).await?;
-        fl_job::runner::run_job(cfg, t, test, opts)
+        fl_job::runner::run_job(cfg, t, held_out, opts)
             .await
             .map_err(anyhow::Error::from)
     })?;

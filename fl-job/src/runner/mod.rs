@@ -16,7 +16,7 @@ pub use report::{JobReport, JobResults, JobState, RoundRow};
 pub use server::{JobShared, MAX_UPDATE_SAMPLES, OpenSlot, router};
 
 use crate::error::JobError;
-use datasets::Samples;
+use datasets::HeldOut;
 use fl_task::task::{FlTask, ServerState};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -93,7 +93,7 @@ fn epoch_now() -> f64 {
 pub async fn run_job(
     cfg: JobConfig,
     task: Arc<dyn FlTask>,
-    test: Arc<Samples>,
+    held_out: Arc<HeldOut>,
     opts: RunOptions,
 ) -> Result<JobReport, JobError> {
     cfg.validate()
@@ -151,7 +151,7 @@ pub async fn run_job(
     let rounds = rounds::Rounds {
         cfg: &cfg,
         task: &task,
-        test: &test,
+        held_out: &held_out,
         shared: &shared,
         api: &api,
         opts: &opts,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use datasets::Samples;
+use datasets::HeldOut;
 use fl_task::EvalStats;
 use fl_task::task::{FlTask, ServerState};
 use venn_api::client::JobSession;
@@ -23,7 +23,7 @@ use crate::error::JobError;
 pub(super) struct Rounds<'a> {
     pub cfg: &'a JobConfig,
     pub task: &'a Arc<dyn FlTask>,
-    pub test: &'a Arc<Samples>,
+    pub held_out: &'a Arc<HeldOut>,
     pub shared: &'a Arc<JobShared>,
     pub api: &'a JobSession,
     pub opts: &'a RunOptions,
@@ -166,7 +166,8 @@ impl Rounds<'_> {
         slot: OpenSlot,
         server_state: &ServerState,
     ) -> Option<Aggregated> {
-        match aggregate_checked(self.task, self.shared, slot.accepted, server_state).await {
+        let held = self.held_out.clone();
+        match aggregate_checked(self.task, self.shared, slot.accepted, server_state, held).await {
             Ok(a) => Some(a),
             Err(e) => {
                 tracing::warn!(job = self.api.job_id, round = r, error = %e, "aggregation failed");
@@ -193,8 +194,8 @@ impl Rounds<'_> {
         let participants = aggregated.participants as u32;
         let global = Arc::new(aggregated.global);
         *self.shared.global.lock().unwrap_or_else(|e| e.into_inner()) = global.clone();
-        let (t, te) = (self.task.clone(), self.test.clone());
-        let eval = tokio::task::spawn_blocking(move || t.evaluate(&global, te.view()))
+        let (t, held) = (self.task.clone(), self.held_out.clone());
+        let eval = tokio::task::spawn_blocking(move || t.evaluate(&global, held.test.view()))
             .await
             .map_err(|e| JobError::config(e.to_string()))??;
         let mut row = RoundRow {
@@ -245,14 +246,16 @@ struct Aggregated {
     participants: usize,
 }
 
-/// The task's aggregation of `updates` on a copy of the server state, with the result
-/// checked like an upload (the task's own tensors, all finite): a failure leaves the
-/// global model and the state as they were.
+/// The task's aggregation of `updates` on a copy of the server state, then its calibration
+/// step on the server's held-out samples where it has one, with the result checked like an
+/// upload (the task's own tensors, all finite): a failure leaves the global model and the
+/// state as they were.
 async fn aggregate_checked(
     task: &Arc<dyn FlTask>,
     shared: &Arc<JobShared>,
     updates: Vec<(Vec<u8>, u64)>,
     state: &ServerState,
+    held_out: Arc<HeldOut>,
 ) -> Result<Aggregated, JobError> {
     let global = shared
         .global
@@ -261,7 +264,10 @@ async fn aggregate_checked(
         .clone();
     let (t, mut state) = (task.clone(), state.clone());
     tokio::task::spawn_blocking(move || {
-        let g = t.aggregate(&global, &updates, &mut state)?;
+        let mut g = t.aggregate(&global, &updates, &mut state)?;
+        if t.calibration_samples() > 0 {
+            g = t.calibrate(&g, held_out.calibration.view())?;
+        }
         t.check_update(&g)
             .map_err(|e| JobError::fedavg(format!("the new global model: {e}")))?;
         Ok(Aggregated {

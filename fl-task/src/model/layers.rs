@@ -12,6 +12,8 @@
 //! convolution and a batch-as-channels convolution, which for a 1 × 1 kernel cost 2–10× the
 //! matrix products that compute the same gradients. The weights keep the `Conv2d` layout.
 
+use std::cell::Cell;
+
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Initializer, PaddingConfig2d};
@@ -183,11 +185,28 @@ fn batch_norm_train(bn: &BatchNorm, x: Tensor<4>) -> Tensor<4> {
     y.reshape([n, c, h, w])
 }
 
+thread_local! {
+    /// While set (by [`with_bn_momentum`]), training-mode BatchNorm on this thread moves its
+    /// running statistics by this momentum instead of the layer's own.
+    static MOMENTUM: Cell<Option<f64>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with every BatchNorm's running-statistics momentum replaced by `momentum` on this
+/// thread (the forward passes run where they are called: one thread a training). Why: the
+/// statistics' re-estimation (`crate::calibrate`) needs a cumulative mean over its batches,
+/// a momentum of `batch / samples so far`, while `momentum` is a constant of Burn's layer.
+pub(crate) fn with_bn_momentum<R>(momentum: f64, f: impl FnOnce() -> R) -> R {
+    let before = MOMENTUM.replace(Some(momentum));
+    let out = f();
+    MOMENTUM.set(before);
+    out
+}
+
 /// Moves the running statistics towards this batch's mean and biased variance by the
 /// layer's momentum, as `BatchNorm::forward` does in training.
 fn update_running(bn: &BatchNorm, mean: Tensor<1>, var: Tensor<1>) {
     let device = mean.device();
-    let m = bn.momentum;
+    let m = MOMENTUM.get().unwrap_or(bn.momentum);
     let running_mean = bn.running_mean.value_sync().to_device(&device);
     let running_var = bn.running_var.value_sync().to_device(&device);
     bn.running_mean.update(

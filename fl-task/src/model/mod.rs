@@ -29,6 +29,7 @@ pub(crate) use conv_op::flex_tensor;
 pub use conv_op::{cpu_kernels, set_cpu_kernels};
 /// The instruction set the CPU kernels run (`avx512`, `avx2`, `neon` or `scalar`).
 pub use fl_kernels::isa::name as kernel_isa;
+pub(crate) use layers::with_bn_momentum;
 
 use crate::error::FlError;
 

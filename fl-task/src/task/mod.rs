@@ -94,6 +94,22 @@ pub trait FlTask: Send + Sync {
         None
     }
 
+    /// Unlabeled samples the server should hold for [`FlTask::calibrate`] (drawn by the
+    /// drivers from held-out data, disjoint from the evaluation set). 0, the default: the
+    /// task has no such step and drivers skip it.
+    fn calibration_samples(&self) -> usize {
+        0
+    }
+
+    /// A server-side step after every [`FlTask::aggregate`], on the server's
+    /// [`FlTask::calibration_samples`]; its result is the round's global weights (scored,
+    /// and sent to the next round's devices). The built-in tasks re-estimate BatchNorm
+    /// statistics there ([`crate::recalibrate_bn`]). Default: the weights unchanged.
+    fn calibrate(&self, weights: &[u8], data: SampleView<'_>) -> Result<Vec<u8>, FlError> {
+        let _ = data;
+        Ok(weights.to_vec())
+    }
+
     /// Combines the round's updates into the next global weights. Default: FedAvg, the
     /// sample-weighted mean of every tensor.
     fn aggregate(

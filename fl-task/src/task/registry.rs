@@ -27,7 +27,12 @@ struct BuiltinParams {
     #[serde(default)]
     train: Option<TrainConfig>,
     eval_batch: Option<usize>,
+    bn_calibration: Option<usize>,
 }
+
+/// The most calibration samples a built-in task may ask for: a few hundred measure the
+/// statistics; more would only hold memory and time in every round.
+const MAX_BN_CALIBRATION: usize = 10_000;
 
 impl Registry {
     /// An empty registry.
@@ -97,10 +102,17 @@ fn builtin(name: &str, kind: ModelKind, b: BuiltinParams) -> Result<Arc<dyn FlTa
     kind.validate()?;
     let train = b.train.unwrap_or_default();
     train.validate()?;
+    let bn_calibration = b.bn_calibration.unwrap_or(0);
+    if bn_calibration > MAX_BN_CALIBRATION {
+        return Err(FlError::Config(format!(
+            "task params: bn_calibration must be at most {MAX_BN_CALIBRATION}, got {bn_calibration}"
+        )));
+    }
     Ok(Arc::new(BurnTask {
         name: name.into(),
         kind,
         train,
         eval_batch: b.eval_batch.unwrap_or(0),
+        bn_calibration,
     }))
 }

@@ -33,12 +33,12 @@ use std::time::{Duration, Instant};
 use datasets::{Femnist, Located};
 use device_agent::agent::AgentStats;
 use fl_job::runner::RoundRow;
-use fl_task::task::Registry;
+use fl_task::task::{FlTask, Registry};
 use indicatif::{ProgressBar, ProgressStyle};
 use venn_core::{PolicyRegistry, RoundOutcome};
 use venn_sim::engine::{AfterClose, RoundClose, SimError, SimHooks, TaskResult, feasibility};
 
-use crate::config::LabConfig;
+use crate::config::{LabConfig, LabJob};
 use crate::error::LabError;
 use crate::results::job_csv;
 use crate::results::{Clock, DataUsed, JobOutcome, LabResult};
@@ -144,6 +144,28 @@ pub struct VirtualOptions<'a> {
     pub show_feasibility: bool,
 }
 
+/// A job as the trainer sees it: its task, its evaluation set and, when it trains and its
+/// task wants one, the server's calibration set (refused when the data cannot supply it).
+fn train_job(
+    lj: &LabJob,
+    task: Arc<dyn FlTask>,
+    data: &Femnist,
+    train: bool,
+) -> Result<TrainJob, LabError> {
+    let job = &lj.job;
+    // A run without training needs no calibration set, nor data to hold one.
+    let wanted = if train { task.calibration_samples() } else { 0 };
+    let held = data
+        .held_out(job.eval_samples, wanted, job.eval_seed)
+        .map_err(|e| LabError::Setup(format!("job {}: params.{e}", job.name)))?;
+    Ok(TrainJob {
+        task,
+        seed: job.seed,
+        test: held.test,
+        calibration: held.calibration,
+    })
+}
+
 /// Runs `cfg` under its policy on the virtual clock and writes `jobs/*.csv`,
 /// `accuracy.png`, `tta.csv` and `summary.json` into `out`. Training stops early when
 /// `opts.cancel` is set or after `max_minutes` of wall time.
@@ -163,12 +185,8 @@ pub fn run_virtual(
         .jobs
         .iter()
         .zip(tasks)
-        .map(|(lj, task)| TrainJob {
-            task,
-            seed: lj.job.seed,
-            test: data.eval_set(lj.job.eval_samples, lj.job.eval_seed),
-        })
-        .collect();
+        .map(|(lj, task)| train_job(lj, task, &data, opts.train))
+        .collect::<Result<Vec<_>, _>>()?;
     let data_used = DataUsed::new(&data, Some(opts.traces));
     let trainer = if opts.train {
         Some(Trainer::new(

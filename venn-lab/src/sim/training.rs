@@ -49,6 +49,10 @@ pub struct TrainJob {
     pub seed: u64,
     /// Held-out samples evaluated after each round.
     pub test: Samples,
+    /// The server's held-out samples for the task's post-aggregation step
+    /// ([`FlTask::calibrate`]: the built-in tasks' BatchNorm statistics); empty when the
+    /// task has none.
+    pub calibration: Samples,
 }
 
 /// What the trainer did for one job.
@@ -64,7 +68,8 @@ pub struct JobTraining {
     pub trainings: u64,
     /// Thread-seconds spent in local training.
     pub train_s: f64,
-    /// Thread-seconds spent in evaluation.
+    /// Thread-seconds spent in evaluation (and in the server's calibration step after
+    /// aggregation, where the task has one).
     pub eval_s: f64,
 }
 
@@ -381,6 +386,29 @@ fn train_one(shared: &Arc<Shared>, round: &Arc<InFlight>, i: usize) {
     }
 }
 
+/// The server's side of a round: the task's aggregation, then its calibration step on the
+/// server's held-out samples when it has one; with the thread-seconds of that step.
+fn aggregate(
+    job: &TrainJob,
+    global: &[u8],
+    updates: &[Update],
+    server: &mut ServerState,
+) -> Result<(Vec<u8>, f64), String> {
+    let next = job
+        .task
+        .aggregate(global, updates, server)
+        .map_err(|e| format!("aggregate: {e}"))?;
+    if job.task.calibration_samples() == 0 {
+        return Ok((next, 0.0));
+    }
+    let t = Instant::now();
+    let next = job
+        .task
+        .calibrate(&next, job.calibration.view())
+        .map_err(|e| format!("calibrate: {e}"))?;
+    Ok((next, t.elapsed().as_secs_f64()))
+}
+
 /// Aggregates a trained round, queues its evaluation and starts the job's next round.
 fn finish_round(shared: &Arc<Shared>, round: &Arc<InFlight>) {
     let job = round.job;
@@ -393,18 +421,16 @@ fn finish_round(shared: &Arc<Shared>, round: &Arc<InFlight>) {
     let mut server = std::mem::take(&mut lock(&slot.chain).server);
     let next = match failed {
         Some(e) => Err(e),
-        None if updates.is_empty() => Ok((*round.global).clone()),
-        None => slot
-            .job
-            .task
-            .aggregate(&round.global, &updates, &mut server)
-            .map_err(|e| format!("round {}: aggregate: {e}", round.work.round)),
+        None if updates.is_empty() => Ok(((*round.global).clone(), 0.0)),
+        None => aggregate(&slot.job, &round.global, &updates, &mut server)
+            .map_err(|e| format!("round {}: {e}", round.work.round)),
     };
     drop(updates);
     let mut c = lock(&slot.chain);
     c.server = server;
     match next {
-        Ok(weights) => {
+        Ok((weights, calibration_s)) => {
+            c.out.eval_s += calibration_s;
             let weights = Arc::new(weights);
             c.global = weights.clone();
             let k = c.rows.len();

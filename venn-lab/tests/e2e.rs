@@ -108,7 +108,8 @@ eval_samples = 100
 [[jobs]]
 name = "resnet"
 task = "resnet18-femnist"
-params = { width = 2, train = { max_steps = 1, batch_size = 10 } }
+# The server's BatchNorm re-estimation after each aggregation, on the live path too.
+params = { width = 2, bn_calibration = 50, train = { max_steps = 1, batch_size = 10 } }
 arrival_s = 1
 rounds = 2
 target_participants = 4

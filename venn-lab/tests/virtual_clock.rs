@@ -220,6 +220,39 @@ fn what_the_virtual_clock_cannot_run_is_refused_by_name() {
     assert!(e.contains("no device meets its requirement"), "{e}");
 }
 
+/// A job whose server-side calibration set does not fit in the data's held-out samples
+/// beyond its evaluation set is refused before anything trains, naming the job and key.
+#[test]
+fn a_calibration_set_the_data_cannot_hold_is_refused() {
+    let (data, traces) = inputs();
+    let mut cfg = LabConfig::load(&config_path()).unwrap();
+    let job = &mut cfg.jobs[1].job;
+    job.params["bn_calibration"] = serde_json::json!(10_000);
+    let name = job.name.clone();
+    let cancel = AtomicBool::new(false);
+    let e = run_virtual(
+        &cfg,
+        &out_dir("calibration"),
+        VirtualOptions {
+            policies: &PolicyRegistry::builtin(),
+            tasks: &Registry::with_builtins(),
+            data: data.clone(),
+            traces: &traces,
+            cancel: &cancel,
+            progress: false,
+            train: true,
+            force: true,
+            show_feasibility: false,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains(&format!("job {name}: params.bn_calibration = 10000")),
+        "{e}"
+    );
+}
+
 /// A round that can never succeed (a deadline shorter than any task) ends its job after
 /// `max_attempts` aborts, as in a live run, with the reason, instead of retrying to the
 /// horizon: with `deadline_s = 0.001` and a 100,000 h horizon that once grew memory by

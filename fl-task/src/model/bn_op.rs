@@ -66,6 +66,40 @@ pub(crate) fn bn_act_train(
     })
 }
 
+/// Training-mode BatchNorm + activation on plain `Flex` (no autodiff): the batch's own
+/// statistics normalise, with the same arithmetic as [`bn_act_train`]'s forward, and no
+/// graph is recorded. For re-estimating running statistics (`crate::calibrate`), where no
+/// gradient is wanted. `None` on other backends.
+pub(crate) fn bn_act_batch(
+    x: &Tensor<4>,
+    gamma: &Tensor<1>,
+    beta: &Tensor<1>,
+    epsilon: f64,
+    act: Act,
+) -> Option<BnActOutput> {
+    let xp = x.clone().try_into_primitive::<Flex>().ok()?;
+    let gp = gamma.clone().try_into_primitive::<Flex>().ok()?;
+    let bp = beta.clone().try_into_primitive::<Flex>().ok()?;
+    let [n, c, h, w] = x.dims();
+    let s = Shape {
+        dims: [n, c, h, w],
+        n,
+        c,
+        hw: h * w,
+        eps: epsilon as f32,
+        act,
+    };
+    let xs = slice(&xp);
+    let (mean, var) = statistics(&s, &xs);
+    let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + s.eps).sqrt()).collect();
+    let y = forward(&s, &xs, &mean, &inv, &slice(&gp), &slice(&bp));
+    Some(BnActOutput {
+        y: Tensor::from_primitive::<Flex>(flex_tensor(y, &s.dims)),
+        mean,
+        var,
+    })
+}
+
 /// Evaluation-mode BatchNorm + activation on plain `Flex` (no autodiff): the running
 /// statistics normalise, in one pass. `None` on other backends (the caller uses Burn's
 /// `BatchNorm::forward` then the activation).

@@ -77,14 +77,16 @@ impl ConvBn {
 
     /// Forward pass.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        // The same condition as `BatchNorm::forward` for using batch statistics.
+        // The same condition as `BatchNorm::forward` for using batch statistics, or a
+        // re-estimation of the running statistics (`with_bn_momentum`), which uses them too.
         let training = x.is_autodiff() && self.bn.training.is_enabled();
+        let batch_stats = training || MOMENTUM.get().is_some();
         let act = match self.act {
             1 => Act::Relu,
             2 => Act::Relu6,
             _ => Act::None,
         };
-        if !training
+        if !batch_stats
             && let Some(y) = super::conv_op::conv_bn_act_eval(&self.conv, &self.bn, act, &x)
         {
             return y;
@@ -97,24 +99,28 @@ impl ConvBn {
         } else {
             self.conv.forward(x)
         };
-        if training && super::conv_op::cpu_kernels() {
+        if batch_stats && super::conv_op::cpu_kernels() {
             let bn = &self.bn;
-            if let Some(out) =
-                bn_op::bn_act_train(&x, &bn.gamma.val(), &bn.beta.val(), bn.epsilon, act)
-            {
+            let (gamma, beta) = (bn.gamma.val(), bn.beta.val());
+            let out = if training {
+                bn_op::bn_act_train(&x, &gamma, &beta, bn.epsilon, act)
+            } else {
+                bn_op::bn_act_batch(&x, &gamma, &beta, bn.epsilon, act)
+            };
+            if let Some(out) = out {
                 let device = out.y.device();
                 let stat = |v: &[f32]| Tensor::<1>::from_floats(v, &device);
                 update_running(bn, stat(&out.mean), stat(&out.var));
                 return out.y;
             }
         }
-        if !training
+        if !batch_stats
             && super::conv_op::cpu_kernels()
             && let Some(y) = bn_op::bn_act_eval(&x, &self.bn, act)
         {
             return y;
         }
-        let x = if training {
+        let x = if batch_stats {
             batch_norm_train(&self.bn, x)
         } else {
             self.bn.forward(x)
@@ -186,15 +192,18 @@ fn batch_norm_train(bn: &BatchNorm, x: Tensor<4>) -> Tensor<4> {
 }
 
 thread_local! {
-    /// While set (by [`with_bn_momentum`]), training-mode BatchNorm on this thread moves its
-    /// running statistics by this momentum instead of the layer's own.
+    /// While set (by [`with_bn_momentum`]), every BatchNorm on this thread normalises with
+    /// its batch's statistics, also without autodiff, and moves its running statistics by
+    /// this momentum instead of the layer's own.
     static MOMENTUM: Cell<Option<f64>> = const { Cell::new(None) };
 }
 
-/// Runs `f` with every BatchNorm's running-statistics momentum replaced by `momentum` on this
-/// thread (the forward passes run where they are called: one thread a training). Why: the
-/// statistics' re-estimation (`crate::calibrate`) needs a cumulative mean over its batches,
-/// a momentum of `batch / samples so far`, while `momentum` is a constant of Burn's layer.
+/// Runs `f` with every BatchNorm on this thread in batch-statistics mode, its running
+/// statistics moved by `momentum` instead of the layer's own (the forward passes run where
+/// they are called). Why: the statistics' re-estimation (`crate::calibrate`) needs a
+/// cumulative mean over its batches, a momentum of `batch / samples so far`, while
+/// `momentum` is a constant of Burn's layer; and it needs no gradients, so plain tensors
+/// (no autodiff graph to build and drop) take the batch statistics too.
 pub(crate) fn with_bn_momentum<R>(momentum: f64, f: impl FnOnce() -> R) -> R {
     let before = MOMENTUM.replace(Some(momentum));
     let out = f();

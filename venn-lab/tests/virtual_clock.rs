@@ -171,26 +171,7 @@ fn virtual_quick_trains_for_real_and_is_deterministic_across_threads() {
 #[test]
 fn what_the_virtual_clock_cannot_run_is_refused_by_name() {
     let (data, traces) = inputs();
-    let refuse = |cfg: &LabConfig| {
-        let cancel = AtomicBool::new(false);
-        run_virtual(
-            cfg,
-            &out_dir("refused"),
-            VirtualOptions {
-                policies: &PolicyRegistry::builtin(),
-                tasks: &Registry::with_builtins(),
-                data: data.clone(),
-                traces: &traces,
-                cancel: &cancel,
-                progress: false,
-                train: false,
-                force: false,
-                show_feasibility: false,
-            },
-        )
-        .unwrap_err()
-        .to_string()
-    };
+    let refuse = |cfg: &LabConfig| refused(cfg, &data, &traces, false);
     let mut cfg = LabConfig::load(&config_path()).unwrap();
     cfg.devices.availability = venn_lab::AvailabilitySource::Always;
     let e = refuse(&cfg);
@@ -220,6 +201,33 @@ fn what_the_virtual_clock_cannot_run_is_refused_by_name() {
     assert!(e.contains("no device meets its requirement"), "{e}");
 }
 
+/// The error with which `cfg` is refused (`train`: with its training; never `force`d).
+fn refused(
+    cfg: &LabConfig,
+    data: &Arc<datasets::Femnist>,
+    traces: &Located,
+    train: bool,
+) -> String {
+    let cancel = AtomicBool::new(false);
+    run_virtual(
+        cfg,
+        &out_dir("refused"),
+        VirtualOptions {
+            policies: &PolicyRegistry::builtin(),
+            tasks: &Registry::with_builtins(),
+            data: data.clone(),
+            traces,
+            cancel: &cancel,
+            progress: false,
+            train,
+            force: false,
+            show_feasibility: false,
+        },
+    )
+    .unwrap_err()
+    .to_string()
+}
+
 /// A job whose server-side calibration set does not fit in the data's held-out samples
 /// beyond its evaluation set is refused before anything trains, naming the job and key.
 #[test]
@@ -229,24 +237,7 @@ fn a_calibration_set_the_data_cannot_hold_is_refused() {
     let job = &mut cfg.jobs[1].job;
     job.params["bn_calibration"] = serde_json::json!(10_000);
     let name = job.name.clone();
-    let cancel = AtomicBool::new(false);
-    let e = run_virtual(
-        &cfg,
-        &out_dir("calibration"),
-        VirtualOptions {
-            policies: &PolicyRegistry::builtin(),
-            tasks: &Registry::with_builtins(),
-            data: data.clone(),
-            traces: &traces,
-            cancel: &cancel,
-            progress: false,
-            train: true,
-            force: true,
-            show_feasibility: false,
-        },
-    )
-    .unwrap_err()
-    .to_string();
+    let e = refused(&cfg, &data, &traces, true);
     assert!(
         e.contains(&format!("job {name}: params.bn_calibration = 10000")),
         "{e}"

@@ -49,16 +49,7 @@ pub(crate) fn bn_act_train(
     let xp = x.clone().try_into_primitive::<FlexAd>().ok()?;
     let gp = gamma.clone().try_into_primitive::<FlexAd>().ok()?;
     let bp = beta.clone().try_into_primitive::<FlexAd>().ok()?;
-    let [n, c, h, w] = x.dims();
-    let shape = Shape {
-        dims: [n, c, h, w],
-        n,
-        c,
-        hw: h * w,
-        eps: epsilon as f32,
-        act,
-    };
-    let (y, mean, var) = bn_autodiff(xp, gp, bp, shape);
+    let (y, mean, var) = bn_autodiff(xp, gp, bp, Shape::of(x, epsilon, act));
     Some(BnActOutput {
         y: Tensor::from_primitive::<FlexAd>(y),
         mean,
@@ -80,15 +71,7 @@ pub(crate) fn bn_act_batch(
     let xp = x.clone().try_into_primitive::<Flex>().ok()?;
     let gp = gamma.clone().try_into_primitive::<Flex>().ok()?;
     let bp = beta.clone().try_into_primitive::<Flex>().ok()?;
-    let [n, c, h, w] = x.dims();
-    let s = Shape {
-        dims: [n, c, h, w],
-        n,
-        c,
-        hw: h * w,
-        eps: epsilon as f32,
-        act,
-    };
+    let s = Shape::of(x, epsilon, act);
     let xs = slice(&xp);
     let (mean, var) = statistics(&s, &xs);
     let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + s.eps).sqrt()).collect();
@@ -110,15 +93,7 @@ pub(crate) fn bn_act_eval(x: &Tensor<4>, bn: &burn::nn::BatchNorm, act: Act) -> 
     let beta = prim(bn.beta.val())?;
     let mean = prim(bn.running_mean.value())?;
     let var = prim(bn.running_var.value())?;
-    let [n, c, h, w] = x.dims();
-    let s = Shape {
-        dims: [n, c, h, w],
-        n,
-        c,
-        hw: h * w,
-        eps: bn.epsilon as f32,
-        act,
-    };
+    let s = Shape::of(x, bn.epsilon, act);
     let inv: Vec<f32> = slice(&var)
         .iter()
         .map(|v| 1.0 / (v + s.eps).sqrt())
@@ -145,6 +120,19 @@ struct Shape {
 }
 
 impl Shape {
+    /// The shape of `x` (`[n, c, h, w]`) with BatchNorm's `epsilon` and the activation.
+    fn of(x: &Tensor<4>, epsilon: f64, act: Act) -> Self {
+        let [n, c, h, w] = x.dims();
+        Shape {
+            dims: [n, c, h, w],
+            n,
+            c,
+            hw: h * w,
+            eps: epsilon as f32,
+            act,
+        }
+    }
+
     fn count(&self) -> f64 {
         (self.n * self.hw) as f64
     }

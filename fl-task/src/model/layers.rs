@@ -205,10 +205,16 @@ thread_local! {
 /// `momentum` is a constant of Burn's layer; and it needs no gradients, so plain tensors
 /// (no autodiff graph to build and drop) take the batch statistics too.
 pub(crate) fn with_bn_momentum<R>(momentum: f64, f: impl FnOnce() -> R) -> R {
-    let before = MOMENTUM.replace(Some(momentum));
-    let out = f();
-    MOMENTUM.set(before);
-    out
+    /// Restores the previous mode also when `f` panics: pool threads outlive the call, and
+    /// one left in this mode would evaluate with batch statistics from then on.
+    struct Restore(Option<f64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MOMENTUM.set(self.0);
+        }
+    }
+    let _restore = Restore(MOMENTUM.replace(Some(momentum)));
+    f()
 }
 
 /// Moves the running statistics towards this batch's mean and biased variance by the

@@ -40,6 +40,18 @@ pub(crate) fn run(
     out: &Path,
     train: bool,
 ) -> LabResult {
+    run_with(cfg, data, traces, out, train, true).unwrap()
+}
+
+/// `venn-lab sim` on `cfg` with the built-in policies and tasks, quietly.
+fn run_with(
+    cfg: &LabConfig,
+    data: &Arc<datasets::Femnist>,
+    traces: &Located,
+    out: &Path,
+    train: bool,
+    force: bool,
+) -> Result<LabResult, venn_lab::LabError> {
     let cancel = AtomicBool::new(false);
     run_virtual(
         cfg,
@@ -52,11 +64,10 @@ pub(crate) fn run(
             cancel: &cancel,
             progress: false,
             train,
-            force: true,
+            force,
             show_feasibility: false,
         },
     )
-    .unwrap()
 }
 
 fn csvs(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -208,24 +219,9 @@ fn refused(
     traces: &Located,
     train: bool,
 ) -> String {
-    let cancel = AtomicBool::new(false);
-    run_virtual(
-        cfg,
-        &out_dir("refused"),
-        VirtualOptions {
-            policies: &PolicyRegistry::builtin(),
-            tasks: &Registry::with_builtins(),
-            data: data.clone(),
-            traces,
-            cancel: &cancel,
-            progress: false,
-            train,
-            force: false,
-            show_feasibility: false,
-        },
-    )
-    .unwrap_err()
-    .to_string()
+    run_with(cfg, data, traces, &out_dir("refused"), train, false)
+        .unwrap_err()
+        .to_string()
 }
 
 /// A job whose server-side calibration set does not fit in the data's held-out samples

@@ -244,6 +244,14 @@ fn well_conditioned(m: fl_task::Model) -> fl_task::Model {
 /// by 1 + 1e-6, which BatchNorm makes an identical function in exact arithmetic. Ours may
 /// differ from Burn by at most twice that, plus 1e-4 of the tensor's largest gradient (or of
 /// 0.01 where that is smaller).
+///
+/// MobileNet-V2 also gets 3 % of the tensor's largest gradient: a ReLU6 input within rounding
+/// of a kink can fall on either side of it, and one such flip moves every gradient upstream.
+/// Seen on 2026-12-07, when BatchNorm's sums changed order: one of the head's 81,920 inputs,
+/// 2.5e-6 (ours) from 0 after its convolution's terms of ~0.5 cancelled, passed its gradient
+/// (1.3e-4) in ours and not in Burn's, and gradients upstream moved by up to 1.1 % (the
+/// stem's by 0.4 %). A wrong formula moves gradients by far more; the per-op tests (`bn_op.rs`, fl-kernels'
+/// against the definition in `f64`) hold the tight bounds.
 #[test]
 fn cpu_kernels_and_burn_ops_give_the_same_gradients() {
     let _rng = rng_lock();
@@ -306,8 +314,13 @@ fn cpu_kernels_and_burn_ops_give_the_same_gradients() {
             // that the next BatchNorm subtracts again) and hold only rounding noise.
             let scale = b.iter().fold(1e-2f32, |m, v| m.max(v.abs()));
             let (ours_off, burn_off) = (worst(o, b), worst(b, t));
+            let kink = if matches!(kind, ModelKind::MobileNetV2 { .. }) {
+                3e-2 * scale
+            } else {
+                0.0
+            };
             assert!(
-                ours_off <= 2.0 * burn_off + 1e-4 * scale,
+                ours_off <= (2.0 * burn_off + 1e-4 * scale).max(kink),
                 "{kind}: {path}: ours differ from Burn by {ours_off:.3e}, Burn from itself by \
                  {burn_off:.3e} (largest gradient {scale:.3e})"
             );

@@ -12,6 +12,8 @@
 //!   algorithms, `conv/direct.rs` (3 × 3 stride 1, thin layers, explicit vectors),
 //!   `conv/im2col.rs` (im2col + GEMM, any geometry), `conv/winograd/` (F(2 × 2) and
 //!   F(4 × 4) tiles for 3 × 3 stride 1 on wide layers).
+//! - [`batchnorm`]: training-mode BatchNorm + activation, forward and backward, in two loop
+//!   orders (`planes.rs` for larger maps, `rows.rs` for maps under 64 pixels).
 //! - `depthwise/`: `nhwc.rs` (small maps, channels innermost) and `planar.rs` (larger maps).
 //! - `simd/`: `wide!` (a loop compiled for the widest vector set, picked at run time) and
 //!   `simd/im2col.rs` (the AVX-512 permutes of im2col).
@@ -24,6 +26,7 @@
 //! Imports run one way: dispatcher → algorithms → leaves. Results do not depend on the
 //! thread count (work is grouped by the geometry, partial sums added in group order).
 
+pub mod batchnorm;
 pub mod conv;
 mod depthwise;
 mod gemm;

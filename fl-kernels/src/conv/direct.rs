@@ -28,7 +28,7 @@ use pulp::{Simd, WithSimd};
 use rayon::prelude::*;
 
 use crate::isa::{self, Dispatch};
-use crate::scratch::{sum_partials, take, with_local, zeroed};
+use crate::scratch::{build, piece, sum_partials, take, with_local};
 use crate::types::{Epilogue, Geom, equal_groups, flip_transpose};
 
 /// Vectors of output pixels per forward register block.
@@ -213,36 +213,33 @@ fn forward_on(
     let plan = Plan::new(g, Blocking::on(on));
     let co = plan.blocking.co;
     let packed = pack_filters(g.cout, g.cin, co, weight);
-    let mut out = zeroed(g.n * g.out_len());
-    out.par_chunks_mut(g.out_len())
-        .zip(x.par_chunks(g.in_len()))
-        .for_each(|(o, xs)| {
-            with_local(&BUFFERS, |buf| {
-                let input = take(&mut buf.input, g.cin * plan.plane);
-                pad_planes(xs, g.h, g.w, plan.wp, plan.plane, input);
-                let blocks = g.cout.div_ceil(co);
-                let wide = take(&mut buf.out, blocks * co * plan.q);
-                on.run(SampleForward {
-                    input,
-                    packed: &packed,
-                    cin: g.cin,
-                    blocks,
-                    plan,
-                    out: &mut *wide,
-                });
-                for (co, dst) in o.chunks_exact_mut(g.h * g.w).enumerate() {
-                    let src = &wide[co * plan.q..];
-                    for (r, row) in dst.chunks_exact_mut(g.w).enumerate() {
-                        let s = &src[r * plan.wp..r * plan.wp + g.w];
-                        match epilogue {
-                            Some(e) => e.write(co, row, s),
-                            None => row.copy_from_slice(s),
-                        }
+    build(g.n * g.out_len(), g.out_len(), |i, o| {
+        let xs = piece(x, i, g.in_len());
+        with_local(&BUFFERS, |buf| {
+            let input = take(&mut buf.input, g.cin * plan.plane);
+            pad_planes(xs, g.h, g.w, plan.wp, plan.plane, input);
+            let blocks = g.cout.div_ceil(co);
+            let wide = take(&mut buf.out, blocks * co * plan.q);
+            on.run(SampleForward {
+                input,
+                packed: &packed,
+                cin: g.cin,
+                blocks,
+                plan,
+                out: &mut *wide,
+            });
+            for (co, dst) in o.chunks_exact_mut(g.h * g.w).enumerate() {
+                let src = &wide[co * plan.q..];
+                for (r, row) in dst.chunks_exact_mut(g.w).enumerate() {
+                    let s = &src[r * plan.wp..r * plan.wp + g.w];
+                    match epilogue {
+                        Some(e) => e.write(co, row, s),
+                        None => row.copy_from_slice(s),
                     }
                 }
-            })
-        });
-    out
+            }
+        })
+    })
 }
 
 /// Input gradient `[n, cout, h, w]` → `[n, cin, h, w]`: the same convolution of the output

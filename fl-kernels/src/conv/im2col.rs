@@ -23,7 +23,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use crate::gemm::{Mat, matmul};
-use crate::scratch::{sum_partials, take, with_local, zeroed};
+use crate::scratch::{build, build_with, piece, sum_partials, take, with_local};
 use crate::simd::im2col as permute;
 use crate::types::{Epilogue, Geom};
 
@@ -208,16 +208,13 @@ pub(crate) fn forward(
     weight: &[f32],
     epilogue: Option<&Epilogue<'_>>,
 ) -> Vec<f32> {
-    let mut out = zeroed(g.n * g.out_len());
     let group = g.group();
-    out.par_chunks_mut(group * g.out_len())
-        .zip(x.par_chunks(group * g.in_len()))
-        .for_each(|(out, xs)| {
-            with_local(&SCRATCH, |scratch| {
-                forward_group(g, xs, weight, out, scratch, epilogue)
-            })
-        });
-    out
+    build(g.n * g.out_len(), group * g.out_len(), |i, out| {
+        let xs = piece(x, i, group * g.in_len());
+        with_local(&SCRATCH, |scratch| {
+            forward_group(g, xs, weight, out, scratch, epilogue)
+        })
+    })
 }
 
 /// One group of samples as one GEMM: `out[cout, gs·spatial] = W[cout, kdim] · col`.
@@ -289,28 +286,27 @@ pub(crate) fn backward(
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
     let group = g.group();
     let (xc, gc) = (group * g.in_len(), group * g.out_len());
-    let mut dx = want_dx.then(|| zeroed(g.n * g.in_len()));
     // Collected in group order, so the sum below is the same at any thread count.
-    let partials: Vec<Option<Vec<f32>>> = match dx.as_mut() {
-        Some(dx) => dx
-            .par_chunks_mut(xc)
-            .zip(x.par_chunks(xc))
-            .zip(grad_out.par_chunks(gc))
-            .map(|((dx, xs), gs)| {
-                with_local(&SCRATCH, |scratch| {
-                    backward_group(g, xs, weight, gs, Some(dx), want_dw, scratch)
-                })
+    let (dx, partials): (Option<Vec<f32>>, Vec<Option<Vec<f32>>>) = if want_dx {
+        let (dx, partials) = build_with(g.n * g.in_len(), xc, |i, dx| {
+            let (xs, gs) = (piece(x, i, xc), piece(grad_out, i, gc));
+            with_local(&SCRATCH, |scratch| {
+                backward_group(g, xs, weight, gs, Some(dx), want_dw, scratch)
             })
-            .collect(),
-        None => x
-            .par_chunks(xc)
-            .zip(grad_out.par_chunks(gc))
-            .map(|(xs, gs)| {
-                with_local(&SCRATCH, |scratch| {
-                    backward_group(g, xs, weight, gs, None, want_dw, scratch)
+        });
+        (Some(dx), partials)
+    } else {
+        (
+            None,
+            x.par_chunks(xc)
+                .zip(grad_out.par_chunks(gc))
+                .map(|(xs, gs)| {
+                    with_local(&SCRATCH, |scratch| {
+                        backward_group(g, xs, weight, gs, None, want_dw, scratch)
+                    })
                 })
-            })
-            .collect(),
+                .collect(),
+        )
     };
     let dw = want_dw.then(|| sum_partials(partials, g.weight_len()));
     (dx, dw)

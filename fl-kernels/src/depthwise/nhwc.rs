@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use crate::layout::{from_hwc, to_hwc};
-use crate::scratch::{take, with_local, zeroed};
+use crate::scratch::{build, build_with, piece, take, with_local};
 use crate::types::{Epilogue, Geom};
 
 /// Output maps up to this many pixels take this path.
@@ -49,13 +49,10 @@ pub(crate) fn forward(
 ) -> Vec<f32> {
     // Taps outermost: `wt[tap][channel]`.
     let wt = transpose(weight, g.cin, g.k * g.k);
-    let mut out = zeroed(g.n * g.out_len());
-    out.par_chunks_mut(g.out_len())
-        .zip(x.par_chunks(g.in_len()))
-        .for_each(|(o, xs)| {
-            with_local(&BUFFERS, |buf| sample_forward(g, xs, &wt, o, buf, epilogue))
-        });
-    out
+    build(g.n * g.out_len(), g.out_len(), |i, o| {
+        let xs = piece(x, i, g.in_len());
+        with_local(&BUFFERS, |buf| sample_forward(g, xs, &wt, o, buf, epilogue))
+    })
 }
 
 fn sample_forward(
@@ -110,27 +107,26 @@ pub(crate) fn backward(
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
     let (c, kk) = (g.cin, g.k * g.k);
     let wt = transpose(weight, c, kk);
-    let mut dx = want_dx.then(|| zeroed(g.n * g.in_len()));
-    let shares: Vec<Option<Vec<f32>>> = match dx.as_mut() {
-        Some(dx) => dx
-            .par_chunks_mut(g.in_len())
-            .zip(x.par_chunks(g.in_len()))
-            .zip(grad_out.par_chunks(g.out_len()))
-            .map(|((d, xs), gs)| {
-                with_local(&BUFFERS, |buf| {
-                    sample_backward(g, xs, &wt, gs, Some(d), want_dw, buf)
-                })
+    let (dx, shares): (Option<Vec<f32>>, Vec<Option<Vec<f32>>>) = if want_dx {
+        let (dx, shares) = build_with(g.n * g.in_len(), g.in_len(), |i, d| {
+            let (xs, gs) = (piece(x, i, g.in_len()), piece(grad_out, i, g.out_len()));
+            with_local(&BUFFERS, |buf| {
+                sample_backward(g, xs, &wt, gs, Some(d), want_dw, buf)
             })
-            .collect(),
-        None => x
-            .par_chunks(g.in_len())
-            .zip(grad_out.par_chunks(g.out_len()))
-            .map(|(xs, gs)| {
-                with_local(&BUFFERS, |buf| {
-                    sample_backward(g, xs, &wt, gs, None, want_dw, buf)
+        });
+        (Some(dx), shares)
+    } else {
+        (
+            None,
+            x.par_chunks(g.in_len())
+                .zip(grad_out.par_chunks(g.out_len()))
+                .map(|(xs, gs)| {
+                    with_local(&BUFFERS, |buf| {
+                        sample_backward(g, xs, &wt, gs, None, want_dw, buf)
+                    })
                 })
-            })
-            .collect(),
+                .collect(),
+        )
     };
     let dw = want_dw.then(|| {
         let mut sum = vec![0.0f32; kk * c];

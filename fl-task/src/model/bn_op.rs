@@ -3,10 +3,9 @@
 //!
 //! Why: composed from Burn's tensor ops (the fallback in `layers.rs`), BatchNorm is about ten
 //! full passes over the activation forward and backward, and ReLU6's backward is `clamp`'s
-//! two masks plus `mask_fill`, 18–25 % of a MobileNet-V2 step on `flex`. Here the forward
-//! reads the input twice (statistics, then normalise + activate) and the backward twice
-//! (two per-channel sums, then the input gradient), with the activation's mask taken from
-//! the saved output.
+//! two masks plus `mask_fill`, 18–25 % of a MobileNet-V2 step on `flex`. The loops are
+//! fl-kernels' [`fl_kernels::batchnorm`] (two passes forward, two backward, the
+//! activation's mask taken from the saved output); this file is the autodiff glue.
 //!
 //! Semantics are Burn's `BatchNorm` in training: batch mean and biased variance over
 //! (batch, height, width), `epsilon` inside the square root; the caller updates the running
@@ -20,10 +19,10 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::Tensor;
-use rayon::prelude::*;
 
 use super::conv_op::{flex_tensor, slice};
 use fl_kernels::Act;
+use fl_kernels::batchnorm::{self, BnGrads, BnShape};
 
 type FlexAd = Autodiff<Flex, NoCheckpointing>;
 
@@ -73,9 +72,17 @@ pub(crate) fn bn_act_batch(
     let bp = beta.clone().try_into_primitive::<Flex>().ok()?;
     let s = Shape::of(x, epsilon, act);
     let xs = slice(&xp);
-    let (mean, var) = statistics(&s, &xs);
+    let (mean, var) = batchnorm::statistics(&s.kernel(), &xs);
     let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + s.eps).sqrt()).collect();
-    let y = forward(&s, &xs, &mean, &inv, &slice(&gp), &slice(&bp));
+    let y = batchnorm::forward(
+        &s.kernel(),
+        &xs,
+        &mean,
+        &inv,
+        &slice(&gp),
+        &slice(&bp),
+        s.act,
+    );
     Some(BnActOutput {
         y: Tensor::from_primitive::<Flex>(flex_tensor(y, &s.dims)),
         mean,
@@ -98,13 +105,14 @@ pub(crate) fn bn_act_eval(x: &Tensor<4>, bn: &burn::nn::BatchNorm, act: Act) -> 
         .iter()
         .map(|v| 1.0 / (v + s.eps).sqrt())
         .collect();
-    let y = forward(
-        &s,
+    let y = batchnorm::forward(
+        &s.kernel(),
         &slice(&xp),
         &slice(&mean),
         &inv,
         &slice(&gamma),
         &slice(&beta),
+        s.act,
     );
     Some(Tensor::from_primitive::<Flex>(flex_tensor(y, &s.dims)))
 }
@@ -133,223 +141,14 @@ impl Shape {
         }
     }
 
-    fn count(&self) -> f64 {
-        (self.n * self.hw) as f64
-    }
-
-    /// The `hw`-long planes of channel `ch`, one per sample.
-    fn planes<'a>(&self, data: &'a [f32], ch: usize) -> impl Iterator<Item = &'a [f32]> {
-        let (c, hw) = (self.c, self.hw);
-        (0..self.n).map(move |s| &data[(s * c + ch) * hw..(s * c + ch + 1) * hw])
-    }
-}
-
-/// Eight running sums of `f(a[i], b[i])`, added up at the end: independent lanes let the
-/// compiler vectorise a reduction it must otherwise run one add at a time.
-fn lane_sum(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ac
-        .remainder()
-        .iter()
-        .zip(bc.remainder())
-        .map(|(&x, &y)| f(x, y))
-        .sum();
-    for (x, y) in ac.zip(bc) {
-        for i in 0..8 {
-            lanes[i] += f(x[i], y[i]);
+    /// The kernels' view: `[n, c, h · w]`.
+    fn kernel(&self) -> BnShape {
+        BnShape {
+            n: self.n,
+            c: self.c,
+            hw: self.hw,
         }
     }
-    lanes.iter().sum::<f32>() + tail
-}
-
-/// Per-channel mean and biased variance: two passes (mean, then squared deviations), each
-/// summed per plane in `f32` lanes and across planes in `f64`.
-fn statistics(s: &Shape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    let stats: Vec<(f32, f32)> = (0..s.c)
-        .into_par_iter()
-        .map(|ch| {
-            let sum: f64 = s
-                .planes(x, ch)
-                .map(|p| lane_sum(p, p, |v, _| v) as f64)
-                .sum();
-            let mean = (sum / s.count()) as f32;
-            let sq: f64 = s
-                .planes(x, ch)
-                .map(|p| {
-                    lane_sum(p, p, |v, _| {
-                        let d = v - mean;
-                        d * d
-                    }) as f64
-                })
-                .sum();
-            (mean, (sq / s.count()) as f32)
-        })
-        .collect();
-    stats.into_iter().unzip()
-}
-
-/// Normalise, scale, shift and activate, plane by plane.
-#[inline(never)]
-fn forward(
-    s: &Shape,
-    x: &[f32],
-    mean: &[f32],
-    inv: &[f32],
-    gamma: &[f32],
-    beta: &[f32],
-) -> Vec<f32> {
-    let mut y = vec![0.0f32; x.len()];
-    y.par_chunks_mut(s.hw)
-        .zip(x.par_chunks(s.hw))
-        .enumerate()
-        .for_each(|(i, (y, x))| {
-            let ch = i % s.c;
-            let scale = gamma[ch] * inv[ch];
-            let shift = beta[ch] - mean[ch] * scale;
-            match s.act {
-                Act::None => y
-                    .iter_mut()
-                    .zip(x)
-                    .for_each(|(y, &x)| *y = x * scale + shift),
-                Act::Relu => y
-                    .iter_mut()
-                    .zip(x)
-                    .for_each(|(y, &x)| *y = (x * scale + shift).max(0.0)),
-                Act::Relu6 => y
-                    .iter_mut()
-                    .zip(x)
-                    .for_each(|(y, &x)| *y = (x * scale + shift).clamp(0.0, 6.0)),
-            }
-        });
-    y
-}
-
-/// The activation's gradient mask, read off its output `y`: one type per activation, so
-/// that each backward loop is compiled for one of them, branch-free and vectorised (a
-/// run-time `match` inside the loop kept it scalar).
-trait Mask: Sync {
-    /// `g` where the activation passes gradient at this output, else 0.
-    fn dz(y: f32, g: f32) -> f32;
-}
-
-struct Identity;
-struct ReluMask;
-struct Relu6Mask;
-
-impl Mask for Identity {
-    #[inline(always)]
-    fn dz(_: f32, g: f32) -> f32 {
-        g
-    }
-}
-
-impl Mask for ReluMask {
-    #[inline(always)]
-    fn dz(y: f32, g: f32) -> f32 {
-        if y > 0.0 { g } else { 0.0 }
-    }
-}
-
-impl Mask for Relu6Mask {
-    #[inline(always)]
-    fn dz(y: f32, g: f32) -> f32 {
-        if y > 0.0 && y < 6.0 { g } else { 0.0 }
-    }
-}
-
-/// Gradients with respect to `x`, `γ` and `β` from the upstream gradient `dy`.
-#[allow(clippy::too_many_arguments)]
-fn backward(
-    s: &Shape,
-    x: &[f32],
-    y: &[f32],
-    dy: &[f32],
-    mean: &[f32],
-    inv: &[f32],
-    gamma: &[f32],
-    want_dx: bool,
-) -> (Option<Vec<f32>>, Vec<f32>, Vec<f32>) {
-    let args = (s, x, y, dy, mean, inv, gamma, want_dx);
-    match s.act {
-        Act::None => backward_masked::<Identity>(args),
-        Act::Relu => backward_masked::<ReluMask>(args),
-        Act::Relu6 => backward_masked::<Relu6Mask>(args),
-    }
-}
-
-type BackwardArgs<'a> = (
-    &'a Shape,
-    &'a [f32],
-    &'a [f32],
-    &'a [f32],
-    &'a [f32],
-    &'a [f32],
-    &'a [f32],
-    bool,
-);
-
-fn backward_masked<M: Mask>(
-    (s, x, y, dy, mean, inv, gamma, want_dx): BackwardArgs<'_>,
-) -> (Option<Vec<f32>>, Vec<f32>, Vec<f32>) {
-    // Per channel: Σ dz and Σ dz · x̂, where dz is dy through the activation.
-    let sums: Vec<(f32, f32)> = (0..s.c)
-        .into_par_iter()
-        .map(|ch| {
-            let (m, iv) = (mean[ch], inv[ch]);
-            let (mut sdz, mut sdzx) = (0.0f64, 0.0f64);
-            for ((xp, yp), gp) in s.planes(x, ch).zip(s.planes(y, ch)).zip(s.planes(dy, ch)) {
-                // dz = dy where the activation passes (y carries that mask); Σ dz and
-                // Σ dz·(x − mean) in eight independent lanes each, so they vectorise.
-                let dz = M::dz;
-                let (mut l1, mut l2) = ([0.0f32; 8], [0.0f32; 8]);
-                let (xc, yc, gc) = (xp.chunks_exact(8), yp.chunks_exact(8), gp.chunks_exact(8));
-                let (mut t1, mut t2) = (0.0f32, 0.0f32);
-                for ((&x, &y), &g) in xc
-                    .remainder()
-                    .iter()
-                    .zip(yc.remainder())
-                    .zip(gc.remainder())
-                {
-                    let d = dz(y, g);
-                    t1 += d;
-                    t2 += d * (x - m);
-                }
-                for ((x8, y8), g8) in xc.zip(yc).zip(gc) {
-                    for i in 0..8 {
-                        let d = dz(y8[i], g8[i]);
-                        l1[i] += d;
-                        l2[i] += d * (x8[i] - m);
-                    }
-                }
-                sdz += (l1.iter().sum::<f32>() + t1) as f64;
-                // x̂ = (x − mean)/σ: the 1/σ is applied once per plane.
-                sdzx += (l2.iter().sum::<f32>() + t2) as f64 * iv as f64;
-            }
-            (sdz as f32, sdzx as f32)
-        })
-        .collect();
-    let (dbeta, dgamma): (Vec<f32>, Vec<f32>) = sums.into_iter().unzip();
-    let dx = want_dx.then(|| {
-        let count = s.count() as f32;
-        let mut dx = vec![0.0f32; x.len()];
-        dx.par_chunks_mut(s.hw)
-            .zip(x.par_chunks(s.hw))
-            .zip(y.par_chunks(s.hw))
-            .zip(dy.par_chunks(s.hw))
-            .enumerate()
-            .for_each(|(i, (((dx, x), y), dy))| {
-                let ch = i % s.c;
-                let (m, iv) = (mean[ch], inv[ch]);
-                let k = gamma[ch] * iv;
-                let (mb, mg) = (dbeta[ch] / count, dgamma[ch] / count);
-                for (((d, &x), &y), &g) in dx.iter_mut().zip(x).zip(y).zip(dy) {
-                    *d = k * (M::dz(y, g) - mb - (x - m) * iv * mg);
-                }
-            });
-        dx
-    });
-    (dx, dgamma, dbeta)
 }
 
 #[derive(Debug)]
@@ -372,14 +171,15 @@ impl Backward<Flex, 3> for BnActBackward {
         let [node_x, node_g, node_b] = ops.parents;
         let dy = grads.consume::<Flex>(&ops.node);
         let (x, y, gamma, mean, inv, s) = ops.state;
-        let (dx, dgamma, dbeta) = backward(
-            &s,
+        let BnGrads { dx, dgamma, dbeta } = batchnorm::backward(
+            &s.kernel(),
             &slice(&x),
             &slice(&y),
             &slice(&dy),
             &mean,
             &inv,
             &slice(&gamma),
+            s.act,
             node_x.is_some(),
         );
         if let (Some(node), Some(dx)) = (node_x, dx) {
@@ -410,9 +210,17 @@ fn bn_autodiff(
         beta.into_primitive(),
     );
     let xs = slice(&xp);
-    let (mean, var) = statistics(&s, &xs);
+    let (mean, var) = batchnorm::statistics(&s.kernel(), &xs);
     let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + s.eps).sqrt()).collect();
-    let y = forward(&s, &xs, &mean, &inv, &slice(&gp), &slice(&bp));
+    let y = batchnorm::forward(
+        &s.kernel(),
+        &xs,
+        &mean,
+        &inv,
+        &slice(&gp),
+        &slice(&bp),
+        s.act,
+    );
     drop(xs);
     let y = flex_tensor(y, &s.dims);
     let out = match prep {

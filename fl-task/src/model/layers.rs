@@ -108,9 +108,7 @@ impl ConvBn {
                 bn_op::bn_act_batch(&x, &gamma, &beta, bn.epsilon, act)
             };
             if let Some(out) = out {
-                let device = out.y.device();
-                let stat = |v: &[f32]| Tensor::<1>::from_floats(v, &device);
-                update_running(bn, stat(&out.mean), stat(&out.var));
+                update_running(bn, &out.mean, &out.var);
                 return out.y;
             }
         }
@@ -187,7 +185,13 @@ fn batch_norm_train(bn: &BatchNorm, x: Tensor<4>) -> Tensor<4> {
         bn.gamma.val().reshape([1, c, 1]) * var.clone().add_scalar(bn.epsilon).sqrt().recip();
     let y = centred * scale + bn.beta.val().reshape([1, c, 1]);
 
-    update_running(bn, mean.detach().reshape([c]), var.detach().reshape([c]));
+    let values = |t: Tensor<3>| -> Vec<f32> {
+        t.detach()
+            .into_data()
+            .try_to_vec::<f32>()
+            .expect("BatchNorm statistics are f32")
+    };
+    update_running(bn, &values(mean), &values(var));
     y.reshape([n, c, h, w])
 }
 
@@ -218,24 +222,27 @@ pub(crate) fn with_bn_momentum<R>(momentum: f64, f: impl FnOnce() -> R) -> R {
 }
 
 /// Moves the running statistics towards this batch's mean and biased variance by the
-/// layer's momentum, as `BatchNorm::forward` does in training.
-fn update_running(bn: &BatchNorm, mean: Tensor<1>, var: Tensor<1>) {
-    let device = mean.device();
+/// layer's momentum, as `BatchNorm::forward` does in training (the same `f32` arithmetic:
+/// `running · (1 − m) + batch · m`). On plain slices rather than as tensor ops: four tracked
+/// ops and their allocations per layer and step were 3 % of a MobileNet-V2 ×0.25 training
+/// step (perf, 2026-12-07).
+fn update_running(bn: &BatchNorm, mean: &[f32], var: &[f32]) {
     let m = MOMENTUM.get().unwrap_or(bn.momentum);
-    let running_mean = bn.running_mean.value_sync().to_device(&device);
-    let running_var = bn.running_var.value_sync().to_device(&device);
-    bn.running_mean.update(
-        running_mean
-            .mul_scalar(1.0 - m)
-            .add(mean.mul_scalar(m))
-            .detach(),
-    );
-    bn.running_var.update(
-        running_var
-            .mul_scalar(1.0 - m)
-            .add(var.mul_scalar(m))
-            .detach(),
-    );
+    let (keep, take) = ((1.0 - m) as f32, m as f32);
+    for (state, batch) in [(&bn.running_mean, mean), (&bn.running_var, var)] {
+        let old = state.value_sync();
+        let device = old.device();
+        let old: Vec<f32> = old
+            .into_data()
+            .try_to_vec::<f32>()
+            .expect("BatchNorm running statistics are f32");
+        let new: Vec<f32> = old
+            .iter()
+            .zip(batch)
+            .map(|(o, b)| o * keep + b * take)
+            .collect();
+        state.update(Tensor::<1>::from_floats(new.as_slice(), &device));
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::cell::RefCell;
 
 use crate::gemm::{Mat, matmul_strided};
 use crate::layout::{from_hwc, to_hwc};
-use crate::scratch::{sum_partials, take, with_local, zeroed};
+use crate::scratch::{build, piece, sum_partials, take, with_local};
 use crate::types::{Epilogue, Geom, flip_transpose, group_size};
 mod f2;
 mod f4;
@@ -276,15 +276,12 @@ fn run<V: Variant>(
     assert_eq!(x.len(), g.n * g.in_len(), "winograd: input length");
     let (th, tw) = tiles::<V>(g);
     let group = group_size(g.n, th * tw);
-    let mut out = zeroed(g.n * g.out_len());
-    out.par_chunks_mut(group * g.out_len())
-        .zip(x.par_chunks(group * g.in_len()))
-        .for_each(|(out, xs)| {
-            with_local(&BUFFERS, |buf| {
-                group_forward::<V>(g, xs, u, out, buf, epilogue)
-            })
-        });
-    out
+    build(g.n * g.out_len(), group * g.out_len(), |i, out| {
+        let xs = piece(x, i, group * g.in_len());
+        with_local(&BUFFERS, |buf| {
+            group_forward::<V>(g, xs, u, out, buf, epilogue)
+        })
+    })
 }
 
 thread_local! {

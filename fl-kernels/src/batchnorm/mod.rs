@@ -1,0 +1,186 @@
+//! Training-mode BatchNorm fused with the activation that follows it (none, ReLU, ReLU6) on
+//! contiguous NCHW `f32`: batch statistics, normalise + activate, and the backward pass.
+//! fl-task's `model/bn_op.rs` wraps these as one Burn autodiff op.
+//!
+//! Semantics are Burn's `BatchNorm` in training: batch mean and biased variance over
+//! (batch, height, width), `epsilon` inside the square root (the caller passes
+//! `inv = 1 / √(var + ε)`). The forward reads the input twice (statistics, then normalise +
+//! activate), the backward twice (two per-channel sums, then the input gradient), with the
+//! activation's mask taken from the saved output.
+//!
+//! Two loop orders of the same arithmetic, by map size:
+//! - `planes.rs` (maps of [`ROWS_BELOW`] pixels and more): one `(sample, channel)` plane at a
+//!   time, the channel's coefficients as scalars.
+//! - `rows.rs` (smaller maps): the activation as `n` rows of `c · h · w`, sums kept per
+//!   position over the rows and the channel's coefficients spread along a row. Why: at 4 × 4
+//!   or 2 × 2 a plane is 16 or 4 values, too short for a vector loop, and MobileNet-V2 has
+//!   33 of its 52 BatchNorms on maps of 16 pixels or fewer (up to 1,280 channels).
+//!
+//! Outputs are written a piece at a time ([`crate::scratch::build`]). Results do not depend
+//! on the thread count: every sum runs in a fixed order.
+
+mod planes;
+mod rows;
+
+use crate::types::Act;
+
+/// Maps of fewer pixels than this take the row order.
+pub const ROWS_BELOW: usize = 64;
+
+/// An activation's shape `[n, c, h · w]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BnShape {
+    /// Samples.
+    pub n: usize,
+    /// Channels.
+    pub c: usize,
+    /// Pixels per map (`h · w`).
+    pub hw: usize,
+}
+
+impl BnShape {
+    /// Values per channel in the batch statistics.
+    fn count(&self) -> f64 {
+        (self.n * self.hw) as f64
+    }
+
+    fn len(&self) -> usize {
+        self.n * self.c * self.hw
+    }
+
+    fn by_rows(&self) -> bool {
+        self.hw < ROWS_BELOW
+    }
+}
+
+/// The gradients [`backward`] returns.
+#[derive(Debug)]
+pub struct BnGrads {
+    /// With respect to the input, if asked for.
+    pub dx: Option<Vec<f32>>,
+    /// With respect to `γ`.
+    pub dgamma: Vec<f32>,
+    /// With respect to `β`.
+    pub dbeta: Vec<f32>,
+}
+
+/// Per-channel batch mean and biased variance of `x` (two passes: the mean, then squared
+/// deviations from it), summed in `f32` within a plane or over the rows and in `f64` across.
+pub fn statistics(s: &BnShape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    assert_eq!(x.len(), s.len(), "batchnorm: input is not n · c · hw");
+    if s.by_rows() {
+        rows::statistics(s, x)
+    } else {
+        planes::statistics(s, x)
+    }
+}
+
+/// `act(γ · (x − mean) · inv + β)`, computed as `x · scale + shift` with `scale = γ · inv`,
+/// `shift = β − mean · scale` per channel (the same in both orders, so the same bits).
+pub fn forward(
+    s: &BnShape,
+    x: &[f32],
+    mean: &[f32],
+    inv: &[f32],
+    gamma: &[f32],
+    beta: &[f32],
+    act: Act,
+) -> Vec<f32> {
+    assert_eq!(x.len(), s.len(), "batchnorm: input is not n · c · hw");
+    let scale: Vec<f32> = (0..s.c).map(|ch| gamma[ch] * inv[ch]).collect();
+    let shift: Vec<f32> = (0..s.c).map(|ch| beta[ch] - mean[ch] * scale[ch]).collect();
+    if s.by_rows() {
+        rows::forward(s, x, &scale, &shift, act)
+    } else {
+        planes::forward(s, x, &scale, &shift, act)
+    }
+}
+
+/// Gradients with respect to `x`, `γ` and `β` from the upstream gradient `dy`, given the
+/// forward's input `x`, output `y`, batch `mean` and `inv`.
+#[allow(clippy::too_many_arguments)]
+pub fn backward(
+    s: &BnShape,
+    x: &[f32],
+    y: &[f32],
+    dy: &[f32],
+    mean: &[f32],
+    inv: &[f32],
+    gamma: &[f32],
+    act: Act,
+    want_dx: bool,
+) -> BnGrads {
+    for (name, v) in [("input", x), ("output", y), ("gradient", dy)] {
+        assert_eq!(v.len(), s.len(), "batchnorm: {name} is not n · c · hw");
+    }
+    let a = Saved {
+        s,
+        x,
+        y,
+        dy,
+        mean,
+        inv,
+        gamma,
+    };
+    if s.by_rows() {
+        rows::backward(&a, act, want_dx)
+    } else {
+        planes::backward(&a, act, want_dx)
+    }
+}
+
+/// What the backward pass reads.
+struct Saved<'a> {
+    s: &'a BnShape,
+    x: &'a [f32],
+    y: &'a [f32],
+    dy: &'a [f32],
+    mean: &'a [f32],
+    inv: &'a [f32],
+    gamma: &'a [f32],
+}
+
+/// The input gradient's per-channel terms: `dx = k · (dz − mb − (x − mean) · inv · mg)`.
+fn dx_terms(a: &Saved<'_>, dbeta: &[f32], dgamma: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let count = a.s.count() as f32;
+    let k = (0..a.s.c).map(|ch| a.gamma[ch] * a.inv[ch]).collect();
+    let mb = dbeta.iter().map(|v| v / count).collect();
+    let mg = dgamma.iter().map(|v| v / count).collect();
+    (k, mb, mg)
+}
+
+/// The activation's gradient mask, read off its output `y`: one type per activation, so
+/// that each backward loop is compiled for one of them, branch-free and vectorised (a
+/// run-time `match` inside the loop kept it scalar).
+trait Mask: Sync {
+    /// `g` where the activation passes gradient at this output, else 0.
+    fn dz(y: f32, g: f32) -> f32;
+}
+
+struct Identity;
+struct ReluMask;
+struct Relu6Mask;
+
+impl Mask for Identity {
+    #[inline(always)]
+    fn dz(_: f32, g: f32) -> f32 {
+        g
+    }
+}
+
+impl Mask for ReluMask {
+    #[inline(always)]
+    fn dz(y: f32, g: f32) -> f32 {
+        if y > 0.0 { g } else { 0.0 }
+    }
+}
+
+impl Mask for Relu6Mask {
+    #[inline(always)]
+    fn dz(y: f32, g: f32) -> f32 {
+        if y > 0.0 && y < 6.0 { g } else { 0.0 }
+    }
+}
+
+#[cfg(test)]
+mod tests;

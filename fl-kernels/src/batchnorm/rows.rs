@@ -1,0 +1,209 @@
+//! BatchNorm over rows: the activation as `n` rows of `c · h · w` values, for maps of fewer
+//! than [`super::ROWS_BELOW`] pixels. Per-position sums run down the rows (one vector
+//! add per position and sample, whatever the map size), then each channel's `h · w`
+//! positions are added up; per-channel coefficients are spread along a row so that
+//! normalising and the input gradient are one elementwise pass per row.
+
+use rayon::prelude::*;
+
+use super::{BnGrads, BnShape, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
+use crate::scratch::build;
+use crate::simd::wide;
+use crate::types::Act;
+
+/// Positions per parallel piece of a column sum.
+const BLOCK: usize = 4096;
+
+pub(super) fn statistics(s: &BnShape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let l = s.c * s.hw;
+    let sum = column_sums(l, |acc, at| {
+        for r in x.chunks_exact(l) {
+            add(acc, &r[at..at + acc.len()]);
+        }
+    });
+    let mean: Vec<f32> = per_channel(s, &sum)
+        .map(|v| (v / s.count()) as f32)
+        .collect();
+    let mean_row = spread(s, &mean);
+    let sq = column_sums(l, |acc, at| {
+        let m = &mean_row[at..at + acc.len()];
+        for r in x.chunks_exact(l) {
+            add_squared_deviation(acc, &r[at..at + acc.len()], m);
+        }
+    });
+    let var = per_channel(s, &sq)
+        .map(|v| (v / s.count()) as f32)
+        .collect();
+    (mean, var)
+}
+
+pub(super) fn forward(s: &BnShape, x: &[f32], scale: &[f32], shift: &[f32], act: Act) -> Vec<f32> {
+    let l = s.c * s.hw;
+    let (a, b) = (spread(s, scale), spread(s, shift));
+    build(s.len(), l, |i, y| {
+        affine(y, &x[i * l..(i + 1) * l], &a, &b, act)
+    })
+}
+
+pub(super) fn backward(a: &Saved<'_>, act: Act, want_dx: bool) -> BnGrads {
+    let s = a.s;
+    let l = s.c * s.hw;
+    let mean = spread(s, a.mean);
+    // Per position: Σ dz and Σ dz · (x − mean) over the rows, dz being dy through the
+    // activation; then per channel, the second times 1/σ (x̂ = (x − mean)/σ).
+    let (mut s1, mut s2) = (vec![0.0f32; l], vec![0.0f32; l]);
+    s1.par_chunks_mut(BLOCK)
+        .zip(s2.par_chunks_mut(BLOCK))
+        .enumerate()
+        .for_each(|(b, (s1, s2))| {
+            let at = b * BLOCK..b * BLOCK + s1.len();
+            for i in 0..s.n {
+                let row = i * l + at.start..i * l + at.end;
+                let inputs = Inputs {
+                    x: &a.x[row.clone()],
+                    y: &a.y[row.clone()],
+                    dy: &a.dy[row],
+                };
+                dz_sums(s1, s2, &inputs, &mean[at.clone()], act);
+            }
+        });
+    let dbeta: Vec<f32> = per_channel(s, &s1).map(|v| v as f32).collect();
+    let dgamma: Vec<f32> = per_channel(s, &s2)
+        .zip(a.inv)
+        .map(|(v, &iv)| (v * iv as f64) as f32)
+        .collect();
+    let dx = want_dx.then(|| {
+        let (k, mb, mg) = dx_terms(a, &dbeta, &dgamma);
+        let terms = Terms {
+            k: spread(s, &k),
+            mb: spread(s, &mb),
+            mean,
+            inv: spread(s, a.inv),
+            mg: spread(s, &mg),
+        };
+        build(s.len(), l, |i, dx| {
+            let at = i * l..(i + 1) * l;
+            let inputs = Inputs {
+                x: &a.x[at.clone()],
+                y: &a.y[at.clone()],
+                dy: &a.dy[at],
+            };
+            input_gradient(dx, &inputs, &terms, act)
+        })
+    });
+    BnGrads { dx, dgamma, dbeta }
+}
+
+/// One row's (or a piece of it) saved input, output and upstream gradient.
+struct Inputs<'a> {
+    x: &'a [f32],
+    y: &'a [f32],
+    dy: &'a [f32],
+}
+
+/// The input gradient's per-channel terms (see `super::dx_terms`), spread along a row.
+struct Terms {
+    k: Vec<f32>,
+    mb: Vec<f32>,
+    mean: Vec<f32>,
+    inv: Vec<f32>,
+    mg: Vec<f32>,
+}
+
+/// `l` per-position sums, `f(piece, its first position)` filling pieces of [`BLOCK`] in
+/// parallel.
+fn column_sums(l: usize, f: impl Fn(&mut [f32], usize) + Sync) -> Vec<f32> {
+    let mut acc = vec![0.0f32; l];
+    acc.par_chunks_mut(BLOCK)
+        .enumerate()
+        .for_each(|(b, piece)| f(piece, b * BLOCK));
+    acc
+}
+
+/// Each channel's `hw` positions added up, in order, in `f64`.
+fn per_channel<'a>(s: &BnShape, v: &'a [f32]) -> impl Iterator<Item = f64> + 'a {
+    v.chunks_exact(s.hw)
+        .map(|p| p.iter().map(|&x| x as f64).sum())
+}
+
+/// Per-channel values repeated `hw` times each: one row's worth.
+fn spread(s: &BnShape, per_channel: &[f32]) -> Vec<f32> {
+    per_channel
+        .iter()
+        .flat_map(|&v| std::iter::repeat_n(v, s.hw))
+        .collect()
+}
+
+wide! {
+    /// `acc += x`.
+    fn add(acc: &mut [f32], x: &[f32]) {
+        for (a, &x) in acc.iter_mut().zip(x) {
+            *a += x;
+        }
+    }
+}
+
+wide! {
+    /// `acc += (x − m)²`.
+    fn add_squared_deviation(acc: &mut [f32], x: &[f32], m: &[f32]) {
+        for ((a, &x), &m) in acc.iter_mut().zip(x).zip(m) {
+            let d = x - m;
+            *a += d * d;
+        }
+    }
+}
+
+wide! {
+    /// `y = act(x · a + b)`.
+    fn affine(y: &mut [f32], x: &[f32], a: &[f32], b: &[f32], act: Act) {
+        let all = y.iter_mut().zip(x).zip(a).zip(b);
+        match act {
+            Act::None => all.for_each(|(((y, &x), &a), &b)| *y = x * a + b),
+            Act::Relu => all.for_each(|(((y, &x), &a), &b)| *y = (x * a + b).max(0.0)),
+            Act::Relu6 => all.for_each(|(((y, &x), &a), &b)| *y = (x * a + b).clamp(0.0, 6.0)),
+        }
+    }
+}
+
+wide! {
+    /// `s1 += dz`, `s2 += dz · (x − mean)` position by position.
+    fn dz_sums(s1: &mut [f32], s2: &mut [f32], v: &Inputs<'_>, mean: &[f32], act: Act) {
+        match act {
+            Act::None => dz_sums_masked::<Identity>(s1, s2, v, mean),
+            Act::Relu => dz_sums_masked::<ReluMask>(s1, s2, v, mean),
+            Act::Relu6 => dz_sums_masked::<Relu6Mask>(s1, s2, v, mean),
+        }
+    }
+}
+
+#[inline(always)]
+fn dz_sums_masked<M: Mask>(s1: &mut [f32], s2: &mut [f32], v: &Inputs<'_>, mean: &[f32]) {
+    let n = s1.len();
+    let (s2, x, y, dy, mean) = (&mut s2[..n], &v.x[..n], &v.y[..n], &v.dy[..n], &mean[..n]);
+    for j in 0..n {
+        let d = M::dz(y[j], dy[j]);
+        s1[j] += d;
+        s2[j] += d * (x[j] - mean[j]);
+    }
+}
+
+wide! {
+    /// `dx = k · (dz − mb − (x − mean) · inv · mg)` along a row.
+    fn input_gradient(dx: &mut [f32], v: &Inputs<'_>, t: &Terms, act: Act) {
+        match act {
+            Act::None => input_gradient_masked::<Identity>(dx, v, t),
+            Act::Relu => input_gradient_masked::<ReluMask>(dx, v, t),
+            Act::Relu6 => input_gradient_masked::<Relu6Mask>(dx, v, t),
+        }
+    }
+}
+
+#[inline(always)]
+fn input_gradient_masked<M: Mask>(dx: &mut [f32], v: &Inputs<'_>, t: &Terms) {
+    let n = dx.len();
+    let (x, y, dy) = (&v.x[..n], &v.y[..n], &v.dy[..n]);
+    let (k, mb, m, iv, mg) = (&t.k[..n], &t.mb[..n], &t.mean[..n], &t.inv[..n], &t.mg[..n]);
+    for j in 0..n {
+        dx[j] = k[j] * (M::dz(y[j], dy[j]) - mb[j] - (x[j] - m[j]) * iv[j] * mg[j]);
+    }
+}

@@ -1,0 +1,186 @@
+//! Both loop orders against BatchNorm's definition in `f64`, against each other, and
+//! independent of the thread count.
+
+use super::*;
+use crate::test_support::values;
+
+/// The definition in `f64`: statistics, output, and the three gradients.
+struct Reference {
+    mean: Vec<f64>,
+    var: Vec<f64>,
+    y: Vec<f64>,
+    dx: Vec<f64>,
+    dgamma: Vec<f64>,
+    dbeta: Vec<f64>,
+}
+
+fn reference(
+    s: &BnShape,
+    x: &[f32],
+    gamma: &[f32],
+    beta: &[f32],
+    dy: &[f32],
+    act: Act,
+) -> Reference {
+    let eps = 1e-5f64;
+    let at = |i: usize, ch: usize, p: usize| (i * s.c + ch) * s.hw + p;
+    let count = s.count();
+    let (mut mean, mut var) = (vec![0.0; s.c], vec![0.0; s.c]);
+    let mut y = vec![0.0; x.len()];
+    let (mut dx, mut dgamma, mut dbeta) = (vec![0.0; x.len()], vec![0.0; s.c], vec![0.0; s.c]);
+    for ch in 0..s.c {
+        let idx: Vec<usize> = (0..s.n)
+            .flat_map(|i| (0..s.hw).map(move |p| at(i, ch, p)))
+            .collect();
+        let m = idx.iter().map(|&j| x[j] as f64).sum::<f64>() / count;
+        let v = idx.iter().map(|&j| (x[j] as f64 - m).powi(2)).sum::<f64>() / count;
+        let inv = 1.0 / (v + eps).sqrt();
+        let (g, b) = (gamma[ch] as f64, beta[ch] as f64);
+        let mut dz = vec![0.0; idx.len()];
+        for (k, &j) in idx.iter().enumerate() {
+            let z = (x[j] as f64 - m) * inv * g + b;
+            let (out, pass) = match act {
+                Act::None => (z, true),
+                Act::Relu => (z.max(0.0), z > 0.0),
+                Act::Relu6 => (z.clamp(0.0, 6.0), z > 0.0 && z < 6.0),
+            };
+            y[j] = out;
+            dz[k] = if pass { dy[j] as f64 } else { 0.0 };
+        }
+        let xhat = |j: usize| (x[j] as f64 - m) * inv;
+        dbeta[ch] = dz.iter().sum();
+        dgamma[ch] = idx.iter().zip(&dz).map(|(&j, d)| d * xhat(j)).sum();
+        for (k, &j) in idx.iter().enumerate() {
+            dx[j] = g * inv * (dz[k] - dbeta[ch] / count - xhat(j) * dgamma[ch] / count);
+        }
+        (mean[ch], var[ch]) = (m, v);
+    }
+    Reference {
+        mean,
+        var,
+        y,
+        dx,
+        dgamma,
+        dbeta,
+    }
+}
+
+fn close(a: &[f32], b: &[f64], what: &str, s: &BnShape) {
+    assert_eq!(a.len(), b.len(), "{what} length for {s:?}");
+    let scale = b.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
+        assert!(
+            (x as f64 - y).abs() <= 2e-5 * scale,
+            "{what}[{i}]: {x} vs {y} for {s:?}"
+        );
+    }
+}
+
+/// Inputs for a shape: an offset, scaled input (so ReLU6's upper bound is crossed), γ, β
+/// and the upstream gradient.
+fn inputs(s: &BnShape, seed: u64) -> [Vec<f32>; 4] {
+    let x = values(s.len(), seed)
+        .iter()
+        .map(|v| v * 6.0 + 0.7)
+        .collect();
+    let gamma = values(s.c, seed + 1).iter().map(|v| v + 1.5).collect();
+    let beta = values(s.c, seed + 2)
+        .iter()
+        .map(|v| v * 2.0 + 1.0)
+        .collect();
+    [x, gamma, beta, values(s.len(), seed + 3)]
+}
+
+/// Everything the kernels return for one shape and activation.
+fn run(s: &BnShape, x: &[f32], gamma: &[f32], beta: &[f32], dy: &[f32], act: Act) -> Vec<Vec<f32>> {
+    let (mean, var) = statistics(s, x);
+    let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + 1e-5).sqrt()).collect();
+    let y = forward(s, x, &mean, &inv, gamma, beta, act);
+    let g = backward(s, x, &y, dy, &mean, &inv, gamma, act, true);
+    vec![mean, var, y, g.dx.expect("asked for"), g.dgamma, g.dbeta]
+}
+
+/// Map sizes on both sides of [`ROWS_BELOW`], odd channel counts, long rows (more than one
+/// parallel piece), every activation: the definition's values.
+#[test]
+fn both_orders_match_the_definition() {
+    let shapes = [
+        (4, 5, 4),
+        (3, 7, 49),
+        (2, 300, 16),
+        (2, 3, 64),
+        (5, 2, 100),
+        (3, 4, 784),
+    ];
+    for (seed, &(n, c, hw)) in shapes.iter().enumerate() {
+        let s = BnShape { n, c, hw };
+        let [x, gamma, beta, dy] = inputs(&s, seed as u64 * 10);
+        for act in [Act::None, Act::Relu, Act::Relu6] {
+            let got = run(&s, &x, &gamma, &beta, &dy, act);
+            let r = reference(&s, &x, &gamma, &beta, &dy, act);
+            let want = [&r.mean, &r.var, &r.y, &r.dx, &r.dgamma, &r.dbeta];
+            for ((what, got), want) in ["mean", "var", "y", "dx", "dgamma", "dbeta"]
+                .iter()
+                .zip(&got)
+                .zip(want)
+            {
+                close(got, want, &format!("{what} {act:?}"), &s);
+            }
+        }
+    }
+}
+
+/// The row order on a shape the plane order would take gives the same values (to float
+/// rounding): they are one computation in two loop orders.
+#[test]
+fn rows_and_planes_agree() {
+    let s = BnShape { n: 6, c: 9, hw: 80 };
+    let [x, gamma, beta, dy] = inputs(&s, 7);
+    let (mean, var) = planes::statistics(&s, &x);
+    let (mean_r, var_r) = rows::statistics(&s, &x);
+    let to64 = |v: &[f32]| v.iter().map(|&v| v as f64).collect::<Vec<_>>();
+    close(&mean_r, &to64(&mean), "mean", &s);
+    close(&var_r, &to64(&var), "var", &s);
+    let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + 1e-5).sqrt()).collect();
+    let scale: Vec<f32> = (0..s.c).map(|c| gamma[c] * inv[c]).collect();
+    let shift: Vec<f32> = (0..s.c).map(|c| beta[c] - mean[c] * scale[c]).collect();
+    let y = planes::forward(&s, &x, &scale, &shift, Act::Relu6);
+    let y_r = rows::forward(&s, &x, &scale, &shift, Act::Relu6);
+    assert_eq!(y, y_r, "the forward is the same arithmetic in both orders");
+    let a = Saved {
+        s: &s,
+        x: &x,
+        y: &y,
+        dy: &dy,
+        mean: &mean,
+        inv: &inv,
+        gamma: &gamma,
+    };
+    let p = planes::backward(&a, Act::Relu6, true);
+    let r = rows::backward(&a, Act::Relu6, true);
+    close(&r.dx.unwrap(), &to64(&p.dx.unwrap()), "dx", &s);
+    close(&r.dgamma, &to64(&p.dgamma), "dgamma", &s);
+    close(&r.dbeta, &to64(&p.dbeta), "dbeta", &s);
+}
+
+/// One thread or two, the same bits (each order sums in a fixed order); and no input
+/// gradient when none is asked for.
+#[test]
+fn same_bits_on_any_thread_count() {
+    let pool = |t| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .unwrap()
+    };
+    for (n, c, hw) in [(3, 1200, 4), (4, 6, 196)] {
+        let s = BnShape { n, c, hw };
+        let [x, gamma, beta, dy] = inputs(&s, 3);
+        let one = pool(1).install(|| run(&s, &x, &gamma, &beta, &dy, Act::Relu));
+        let two = pool(2).install(|| run(&s, &x, &gamma, &beta, &dy, Act::Relu));
+        assert_eq!(one, two, "{s:?}");
+        let (mean, _) = statistics(&s, &x);
+        let g = backward(&s, &x, &x, &dy, &mean, &mean, &gamma, Act::None, false);
+        assert!(g.dx.is_none());
+    }
+}

@@ -15,7 +15,7 @@ fn planes<'a>(s: &BnShape, data: &'a [f32], ch: usize) -> impl Iterator<Item = &
 }
 
 /// Independent running sums in a lane sum: one AVX-512 register of `f32`.
-const LANES: usize = 8;
+const LANES: usize = 16;
 
 /// [`LANES`] running sums of `f(v)`, added up at the end: independent lanes let the
 /// compiler vectorise a reduction it must otherwise run one add at a time.

@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use crate::layout::{from_hwc, to_hwc};
 use crate::scratch::{build, build_with, piece, take, with_local};
+use crate::simd::wide;
 use crate::types::{Epilogue, Geom};
 
 /// Output maps up to this many pixels take this path.
@@ -71,19 +72,7 @@ fn sample_forward(
     padded.fill(0.0);
     to_hwc(xs, c, g.w, g.pad, pw, padded);
     let acc = take(&mut buf.out, ho * wo * c);
-    for (pixel, tap, at) in taps(g, pw) {
-        let a = &mut acc[pixel * c..(pixel + 1) * c];
-        let (src, w) = (&padded[at..at + c], &wt[tap * c..(tap + 1) * c]);
-        if tap == 0 {
-            for ((a, x), w) in a.iter_mut().zip(src).zip(w) {
-                *a = w * x;
-            }
-        } else {
-            for ((a, x), w) in a.iter_mut().zip(src).zip(w) {
-                *a += w * x;
-            }
-        }
-    }
+    forward_taps(g, pw, padded, wt, acc);
     from_hwc(acc, c, wo, 0, wo, out);
     if let Some(e) = epilogue {
         for (ch, dst) in out.chunks_exact_mut(ho * wo).enumerate() {
@@ -141,6 +130,56 @@ pub(crate) fn backward(
     (dx, dw)
 }
 
+wide! {
+    /// The forward's multiply-adds: for every output pixel and tap, one across all channels.
+    fn forward_taps(g: &Geom, pw: usize, padded: &[f32], wt: &[f32], acc: &mut [f32]) {
+        let c = g.cin;
+        for (pixel, tap, at) in taps(g, pw) {
+            let a = &mut acc[pixel * c..(pixel + 1) * c];
+            let (src, w) = (&padded[at..at + c], &wt[tap * c..(tap + 1) * c]);
+            if tap == 0 {
+                for ((a, x), w) in a.iter_mut().zip(src).zip(w) {
+                    *a = w * x;
+                }
+            } else {
+                for ((a, x), w) in a.iter_mut().zip(src).zip(w) {
+                    *a += w * x;
+                }
+            }
+        }
+    }
+}
+
+wide! {
+    /// The filter gradient's multiply-adds into one sample's `share` (`[tap][channel]`),
+    /// from the output gradient `gh` and the padded input `pad`, channels innermost.
+    fn filter_taps(g: &Geom, pw: usize, gh: &[f32], pad: &[f32], share: &mut [f32]) {
+        let c = g.cin;
+        for (pixel, tap, at) in taps(g, pw) {
+            let gp = &gh[pixel * c..(pixel + 1) * c];
+            let sh = &mut share[tap * c..(tap + 1) * c];
+            for ((d, a), b) in sh.iter_mut().zip(gp).zip(&pad[at..at + c]) {
+                *d += a * b;
+            }
+        }
+    }
+}
+
+wide! {
+    /// The input gradient's multiply-adds into the padded `pad`, from the output gradient
+    /// `gh` and the filters `wt` (`[tap][channel]`), channels innermost.
+    fn input_taps(g: &Geom, pw: usize, gh: &[f32], wt: &[f32], pad: &mut [f32]) {
+        let c = g.cin;
+        for (pixel, tap, at) in taps(g, pw) {
+            let gp = &gh[pixel * c..(pixel + 1) * c];
+            let w = &wt[tap * c..(tap + 1) * c];
+            for ((d, a), b) in pad[at..at + c].iter_mut().zip(gp).zip(w) {
+                *d += a * b;
+            }
+        }
+    }
+}
+
 /// `[rows][cols]` → `[cols][rows]`.
 fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     let mut t = vec![0.0f32; rows * cols];
@@ -154,6 +193,7 @@ fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 
 /// Every output pixel and tap, in the forward's order: `(pixel, tap, at)`, `at` where that
 /// tap's input pixel starts in a `pw`-wide padded buffer with channels innermost.
+#[inline(always)]
 fn taps(g: &Geom, pw: usize) -> impl Iterator<Item = (usize, usize, usize)> {
     let (k, s, wo, c) = (g.k, g.stride, g.wo(), g.cin);
     (0..g.ho() * wo).flat_map(move |pixel| {
@@ -189,23 +229,11 @@ fn sample_backward(
     if let Some(share) = share.as_mut() {
         pad.fill(0.0);
         to_hwc(xs, c, g.w, g.pad, pw, pad);
-        for (pixel, tap, at) in taps(g, pw) {
-            let gp = &gh[pixel * c..(pixel + 1) * c];
-            let sh = &mut share[tap * c..(tap + 1) * c];
-            for ((d, a), b) in sh.iter_mut().zip(gp).zip(&pad[at..at + c]) {
-                *d += a * b;
-            }
-        }
+        filter_taps(g, pw, gh, pad, share);
     }
     if let Some(dx) = dx {
         pad.fill(0.0);
-        for (pixel, tap, at) in taps(g, pw) {
-            let gp = &gh[pixel * c..(pixel + 1) * c];
-            let w = &wt[tap * c..(tap + 1) * c];
-            for ((d, a), b) in pad[at..at + c].iter_mut().zip(gp).zip(w) {
-                *d += a * b;
-            }
-        }
+        input_taps(g, pw, gh, wt, pad);
         from_hwc(pad, c, g.w, g.pad, pw, dx);
     }
     share

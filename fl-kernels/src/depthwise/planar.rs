@@ -9,6 +9,7 @@
 use rayon::prelude::*;
 
 use crate::scratch::zeroed;
+use crate::simd::wide;
 use crate::types::{Epilogue, Geom};
 
 /// Scratch for the depthwise kernels. The zero-padded input plane is split into
@@ -127,11 +128,14 @@ impl Padded {
     }
 }
 
-/// `acc[i] += w · src[i]` over equal lengths, vectorised by the compiler.
-#[inline(never)]
-fn axpy(acc: &mut [f32], w: f32, src: &[f32]) {
-    for (a, s) in acc.iter_mut().zip(src) {
-        *a += w * *s;
+wide! {
+    /// `acc[i] += w · src[i]` over equal lengths, vectorised by the compiler for the widest
+    /// vectors (the same bits on any: one multiply and one add per element).
+    #[inline(never)]
+    fn axpy(acc: &mut [f32], w: f32, src: &[f32]) {
+        for (a, s) in acc.iter_mut().zip(src) {
+            *a += w * *s;
+        }
     }
 }
 
@@ -277,6 +281,7 @@ pub(crate) fn backward(
     (dx, dw)
 }
 
+wide! {
 /// A dot product in eight lanes, so that the compiler vectorises it.
 #[inline(never)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -290,4 +295,5 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     }
     let tail: f32 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
     lanes.iter().sum::<f32>() + tail
+}
 }

@@ -36,8 +36,8 @@ def per_round(rounds):
     return (rounds[-1]["wall_s"] - rounds[0]["wall_s"]) / (len(rounds) - 1)
 
 
-def run_ours(a, model, out, lanes):
-    cmd = [a.fl_job, "fedavg", "--model", model, "--rounds", str(a.rounds),
+def run_ours(a, model, out, lanes, binary=None):
+    cmd = [binary or a.fl_job, "fedavg", "--model", model, "--rounds", str(a.rounds),
            "--participants", str(a.participants), "--local-epochs", str(a.local_epochs),
            "--batch", str(a.batch), "--eval-samples", str(a.eval_samples),
            "--lanes", str(lanes), "--out", out]
@@ -62,6 +62,8 @@ def run_torch(a, run_dir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fl-job", default="target/release/fl-job", help="the fl-job binary")
+    ap.add_argument("--before", help="an earlier fl-job binary, run side by side (lanes) as a "
+                    "fourth side `before`, alternated with the others")
     ap.add_argument("--torch", default="/tmp/torchenv/bin/python", help="python with torch")
     ap.add_argument("--models", default="resnet18:4,resnet18:8,mobilenet_v2:0.25,mobilenet_v2:0.5")
     ap.add_argument("--rounds", type=int, default=4)
@@ -78,7 +80,8 @@ def main():
     a = ap.parse_args()
 
     models = a.models.split(",")
-    times = {m: {s: [] for s in SIDES} for m in models}
+    sides = SIDES + (["before"] if a.before else [])
+    times = {m: {s: [] for s in sides} for m in models}
     t0 = time.time()
     for rep in range(a.reps):
         for m in models:
@@ -86,18 +89,21 @@ def main():
             times[m]["ours-serial"].append(run_ours(a, m, base + "-serial", 1))
             times[m]["ours"].append(run_ours(a, m, base, 0))
             times[m]["torch"].append(run_torch(a, base))
-            row = {s: f"{times[m][s][-1]:.3f}" for s in SIDES}
+            if a.before:
+                times[m]["before"].append(run_ours(a, m, base + "-before", 0, a.before))
+            row = {s: f"{times[m][s][-1]:.3f}" for s in sides}
             print(f"rep {rep} {m}: {row}", file=sys.stderr, flush=True)
 
     rows = []
     for m in models:
-        med = {s: statistics.median(times[m][s]) for s in SIDES}
+        med = {s: statistics.median(times[m][s]) for s in sides}
         rows.append({
             "model": m,
             "seconds_per_round": times[m],
             "median": med,
             "torch_over_ours": med["torch"] / med["ours"],
             "serial_over_ours": med["ours-serial"] / med["ours"],
+            **({"before_over_ours": med["before"] / med["ours"]} if a.before else {}),
         })
     report = {
         "schema": 1,
@@ -144,6 +150,13 @@ def markdown(r):
         out.append(f"| {row['model']} | {m['ours-serial']:.3f} | {m['ours']:.3f} | "
                    f"{m['torch']:.3f} | {row['torch_over_ours']:.2f}× | "
                    f"{row['serial_over_ours']:.2f}× |")
+    if s.get("before"):
+        out += ["", f"Before (`{s['before']}`, side by side), alternated with the above:", "",
+                "| model | before (s/round) | now (s/round) | before ÷ now |", "|---|---:|---:|---:|"]
+        for row in r["rows"]:
+            m = row["median"]
+            out.append(f"| {row['model']} | {m['before']:.3f} | {m['ours']:.3f} | "
+                       f"{row['before_over_ours']:.2f}× |")
     out += ["", f"Whole run: {r['wall_s']:.0f} s.", ""]
     return "\n".join(out)
 

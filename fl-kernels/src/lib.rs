@@ -1,9 +1,10 @@
 //! # fl-kernels — the CPU kernels under fl-task's models
 //!
-//! Convolution forward and backward on contiguous NCHW `f32` slices, for the layer shapes
-//! ResNet-18 and MobileNet-V2 use on 28 × 28 FEMNIST: nothing here knows Burn (the
-//! autodiff glue is fl-task's `model/conv_op.rs`), so every kernel is tested against the
-//! convolution's definition in `f64` (`test_support.rs`). Why each one exists and how
+//! Convolution and training-mode BatchNorm, forward and backward, on contiguous NCHW `f32`
+//! slices, for the layer shapes ResNet-18 and MobileNet-V2 use on 28 × 28 FEMNIST: nothing
+//! here knows Burn (the autodiff glue is fl-task's `model/conv_op.rs` and `model/bn_op.rs`),
+//! so every kernel is tested against its definition in `f64` (`test_support.rs`,
+//! `batchnorm/tests.rs`). Why each one exists and how
 //! fast it is: `fl-job/TRAINING.md`.
 //!
 //! ## Layout
@@ -21,7 +22,7 @@
 //!   NEON or scalar, once per process; `FL_JOB_ISA` lowers it).
 //! - Leaves: [`types`] (the shapes and epilogues every kernel shares), `gemm.rs` (the
 //!   `gemm` crate behind a bounds-checked call), `layout.rs` (planes ↔ channels innermost),
-//!   `scratch.rs` (per-thread buffers).
+//!   `scratch.rs` (per-thread buffers, outputs built a piece at a time).
 //!
 //! Imports run one way: dispatcher → algorithms → leaves. Results do not depend on the
 //! thread count (work is grouped by the geometry, partial sums added in group order).

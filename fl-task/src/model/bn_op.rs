@@ -71,22 +71,11 @@ pub(crate) fn bn_act_batch(
     let gp = gamma.clone().try_into_primitive::<Flex>().ok()?;
     let bp = beta.clone().try_into_primitive::<Flex>().ok()?;
     let s = Shape::of(x, epsilon, act);
-    let xs = slice(&xp);
-    let (mean, var) = batchnorm::statistics(&s.kernel(), &xs);
-    let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + s.eps).sqrt()).collect();
-    let y = batchnorm::forward(
-        &s.kernel(),
-        &xs,
-        &mean,
-        &inv,
-        &slice(&gp),
-        &slice(&bp),
-        s.act,
-    );
+    let f = batch_forward(&s, &slice(&xp), &slice(&gp), &slice(&bp));
     Some(BnActOutput {
-        y: Tensor::from_primitive::<Flex>(flex_tensor(y, &s.dims)),
-        mean,
-        var,
+        y: Tensor::from_primitive::<Flex>(flex_tensor(f.y, &s.dims)),
+        mean: f.mean,
+        var: f.var,
     })
 }
 
@@ -209,25 +198,31 @@ fn bn_autodiff(
         gamma.into_primitive(),
         beta.into_primitive(),
     );
-    let xs = slice(&xp);
-    let (mean, var) = batchnorm::statistics(&s.kernel(), &xs);
-    let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + s.eps).sqrt()).collect();
-    let y = batchnorm::forward(
-        &s.kernel(),
-        &xs,
-        &mean,
-        &inv,
-        &slice(&gp),
-        &slice(&bp),
-        s.act,
-    );
-    drop(xs);
-    let y = flex_tensor(y, &s.dims);
+    let f = batch_forward(&s, &slice(&xp), &slice(&gp), &slice(&bp));
+    let y = flex_tensor(f.y, &s.dims);
     let out = match prep {
-        OpsKind::Tracked(prep) => prep.finish((xp, y.clone(), gp, mean.clone(), inv, s), y),
+        OpsKind::Tracked(prep) => prep.finish((xp, y.clone(), gp, f.mean.clone(), f.inv, s), y),
         OpsKind::UnTracked(prep) => prep.finish(y),
     };
-    (out, mean, var)
+    (out, f.mean, f.var)
+}
+
+/// What [`batch_forward`] returns.
+struct BatchForward {
+    y: Vec<f32>,
+    mean: Vec<f32>,
+    var: Vec<f32>,
+    /// `1 / √(var + ε)`.
+    inv: Vec<f32>,
+}
+
+/// The batch's statistics and its normalised, activated output: the forward that training
+/// ([`bn_autodiff`]) and re-estimation ([`bn_act_batch`]) share.
+fn batch_forward(s: &Shape, x: &[f32], gamma: &[f32], beta: &[f32]) -> BatchForward {
+    let (mean, var) = batchnorm::statistics(&s.kernel(), x);
+    let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + s.eps).sqrt()).collect();
+    let y = batchnorm::forward(&s.kernel(), x, &mean, &inv, gamma, beta, s.act);
+    BatchForward { y, mean, var, inv }
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@
 //! thread count (work is grouped by the geometry, partial sums added in group order).
 
 pub mod batchnorm;
+pub mod channels_last;
 pub mod conv;
 mod depthwise;
 mod gemm;

@@ -78,3 +78,29 @@ pub(crate) fn close(a: &[f32], b: &[f32], what: &str, g: &Geom) {
         );
     }
 }
+
+/// `[n][c][hw]` → `[n][hw][c]`.
+pub(crate) fn to_channels_last(v: &[f32], n: usize, c: usize, hw: usize) -> Vec<f32> {
+    let mut out = vec![0.0; v.len()];
+    for s in 0..n {
+        for ch in 0..c {
+            for p in 0..hw {
+                out[(s * hw + p) * c + ch] = v[(s * c + ch) * hw + p];
+            }
+        }
+    }
+    out
+}
+
+/// `[n][hw][c]` → `[n][c][hw]`.
+pub(crate) fn to_planes(v: &[f32], n: usize, c: usize, hw: usize) -> Vec<f32> {
+    let mut out = vec![0.0; v.len()];
+    for s in 0..n {
+        for ch in 0..c {
+            for p in 0..hw {
+                out[(s * c + ch) * hw + p] = v[(s * hw + p) * c + ch];
+            }
+        }
+    }
+    out
+}

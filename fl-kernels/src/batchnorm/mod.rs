@@ -16,6 +16,9 @@
 //!   or 2 × 2 a plane is 16 or 4 values, too short for a vector loop, and MobileNet-V2 has
 //!   33 of its 52 BatchNorms on maps of 16 pixels or fewer (up to 1,280 channels).
 //!
+//! Channels-last activations (`BnShape::channels_last`) take the row order at every map
+//! size: a sample's `h · w · c` values are one row, with the coefficients tiled along it.
+//!
 //! The row order writes its outputs a row at a time into memory zeroed just before
 //! (`scratch::build`); the plane order fills a zeroed buffer plane by plane, as it did in
 //! fl-task (a version built piece by piece and compiled `wide!` per plane measured 7–9 %
@@ -30,7 +33,7 @@ use crate::types::Act;
 /// Maps of fewer pixels than this take the row order.
 pub const ROWS_BELOW: usize = 64;
 
-/// An activation's shape `[n, c, h · w]`.
+/// An activation's shape: `[n, c, h · w]`, or `[n, h · w, c]` when `channels_last`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BnShape {
     /// Samples.
@@ -39,6 +42,9 @@ pub struct BnShape {
     pub c: usize,
     /// Pixels per map (`h · w`).
     pub hw: usize,
+    /// Channels innermost (`[n, h, w, c]`, fl-kernels' `channels_last` convolutions); such
+    /// activations always take the row order, whose rows are then `h · w` runs of `c`.
+    pub channels_last: bool,
 }
 
 impl BnShape {
@@ -52,7 +58,7 @@ impl BnShape {
     }
 
     fn by_rows(&self) -> bool {
-        self.hw < ROWS_BELOW
+        self.channels_last || self.hw < ROWS_BELOW
     }
 }
 

@@ -1,5 +1,5 @@
 //! BatchNorm over rows: the activation as `n` rows of `c · h · w` values, for maps of fewer
-//! than [`super::ROWS_BELOW`] pixels. Per-position sums run down the rows (one vector
+//! than [`super::ROWS_BELOW`] pixels and for channels-last activations of any size. Per-position sums run down the rows (one vector
 //! add per position and sample, whatever the map size), then each channel's `h · w`
 //! positions are added up; per-channel coefficients are spread along a row so that
 //! normalising and the input gradient are one elementwise pass per row.
@@ -22,6 +22,7 @@ pub(super) fn statistics(s: &BnShape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
         }
     });
     let mean: Vec<f32> = per_channel(s, &sum)
+        .into_iter()
         .map(|v| (v / s.count()) as f32)
         .collect();
     let mean_row = spread(s, &mean);
@@ -32,6 +33,7 @@ pub(super) fn statistics(s: &BnShape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
         }
     });
     let var = per_channel(s, &sq)
+        .into_iter()
         .map(|v| (v / s.count()) as f32)
         .collect();
     (mean, var)
@@ -67,8 +69,9 @@ pub(super) fn backward(a: &Saved<'_>, act: Act, want_dx: bool) -> BnGrads {
                 dz_sums(s1, s2, &inputs, &mean[at.clone()], act);
             }
         });
-    let dbeta: Vec<f32> = per_channel(s, &s1).map(|v| v as f32).collect();
+    let dbeta: Vec<f32> = per_channel(s, &s1).into_iter().map(|v| v as f32).collect();
     let dgamma: Vec<f32> = per_channel(s, &s2)
+        .into_iter()
         .zip(a.inv)
         .map(|(v, &iv)| (v * iv as f64) as f32)
         .collect();
@@ -120,18 +123,34 @@ fn column_sums(l: usize, f: impl Fn(&mut [f32], usize) + Sync) -> Vec<f32> {
     acc
 }
 
-/// Each channel's `hw` positions added up, in order, in `f64`.
-fn per_channel<'a>(s: &BnShape, v: &'a [f32]) -> impl Iterator<Item = f64> + 'a {
-    v.chunks_exact(s.hw)
-        .map(|p| p.iter().map(|&x| x as f64).sum())
+/// Each channel's `hw` positions of a row added up, in position order, in `f64`.
+fn per_channel(s: &BnShape, v: &[f32]) -> Vec<f64> {
+    if s.channels_last {
+        let mut acc = vec![0.0f64; s.c];
+        for p in v.chunks_exact(s.c) {
+            for (a, &x) in acc.iter_mut().zip(p) {
+                *a += x as f64;
+            }
+        }
+        acc
+    } else {
+        v.chunks_exact(s.hw)
+            .map(|p| p.iter().map(|&x| x as f64).sum())
+            .collect()
+    }
 }
 
-/// Per-channel values repeated `hw` times each: one row's worth.
+/// Per-channel values laid along one row: each repeated `hw` times (planes), or the
+/// channels tiled `hw` times (channels-last).
 fn spread(s: &BnShape, per_channel: &[f32]) -> Vec<f32> {
-    per_channel
-        .iter()
-        .flat_map(|&v| std::iter::repeat_n(v, s.hw))
-        .collect()
+    if s.channels_last {
+        per_channel.repeat(s.hw)
+    } else {
+        per_channel
+            .iter()
+            .flat_map(|&v| std::iter::repeat_n(v, s.hw))
+            .collect()
+    }
 }
 
 wide! {

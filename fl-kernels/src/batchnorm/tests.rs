@@ -23,7 +23,13 @@ fn reference(
     act: Act,
 ) -> Reference {
     let eps = 1e-5f64;
-    let at = |i: usize, ch: usize, p: usize| (i * s.c + ch) * s.hw + p;
+    let at = |i: usize, ch: usize, p: usize| {
+        if s.channels_last {
+            (i * s.hw + p) * s.c + ch
+        } else {
+            (i * s.c + ch) * s.hw + p
+        }
+    };
     let count = s.count();
     let (mut mean, mut var) = (vec![0.0; s.c], vec![0.0; s.c]);
     let mut y = vec![0.0; x.len()];
@@ -101,19 +107,29 @@ fn run(s: &BnShape, x: &[f32], gamma: &[f32], beta: &[f32], dy: &[f32], act: Act
 }
 
 /// Map sizes on both sides of [`ROWS_BELOW`], odd channel counts, long rows (more than one
-/// parallel piece), every activation: the definition's values.
+/// parallel piece), channels-last activations small and large, every activation: the
+/// definition's values.
 #[test]
 fn both_orders_match_the_definition() {
     let shapes = [
-        (4, 5, 4),
-        (3, 7, 49),
-        (2, 300, 16),
-        (2, 3, 64),
-        (5, 2, 100),
-        (3, 4, 784),
+        (4, 5, 4, false),
+        (3, 7, 49, false),
+        (2, 300, 16, false),
+        (2, 3, 64, false),
+        (5, 2, 100, false),
+        (3, 4, 784, false),
+        (4, 5, 4, true),
+        (3, 8, 784, true),
+        (2, 48, 196, true),
+        (3, 130, 4, true),
     ];
-    for (seed, &(n, c, hw)) in shapes.iter().enumerate() {
-        let s = BnShape { n, c, hw };
+    for (seed, &(n, c, hw, channels_last)) in shapes.iter().enumerate() {
+        let s = BnShape {
+            n,
+            c,
+            hw,
+            channels_last,
+        };
         let [x, gamma, beta, dy] = inputs(&s, seed as u64 * 10);
         for act in [Act::None, Act::Relu, Act::Relu6] {
             let got = run(&s, &x, &gamma, &beta, &dy, act);
@@ -134,7 +150,12 @@ fn both_orders_match_the_definition() {
 /// rounding): they are one computation in two loop orders.
 #[test]
 fn rows_and_planes_agree() {
-    let s = BnShape { n: 6, c: 9, hw: 80 };
+    let s = BnShape {
+        n: 6,
+        c: 9,
+        hw: 80,
+        channels_last: false,
+    };
     let [x, gamma, beta, dy] = inputs(&s, 7);
     let (mean, var) = planes::statistics(&s, &x);
     let (mean_r, var_r) = rows::statistics(&s, &x);
@@ -173,8 +194,13 @@ fn same_bits_on_any_thread_count() {
             .build()
             .unwrap()
     };
-    for (n, c, hw) in [(3, 1200, 4), (4, 6, 196)] {
-        let s = BnShape { n, c, hw };
+    for (n, c, hw, channels_last) in [(3, 1200, 4, false), (4, 6, 196, false), (4, 24, 196, true)] {
+        let s = BnShape {
+            n,
+            c,
+            hw,
+            channels_last,
+        };
         let [x, gamma, beta, dy] = inputs(&s, 3);
         let one = pool(1).install(|| run(&s, &x, &gamma, &beta, &dy, Act::Relu));
         let two = pool(2).install(|| run(&s, &x, &gamma, &beta, &dy, Act::Relu));

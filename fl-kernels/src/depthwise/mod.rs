@@ -3,5 +3,6 @@
 //! innermost, for maps up to 7 × 7 where a plane is shorter than a vector; `planar.rs`,
 //! plane by plane (stride 2 through phase-split padded planes), for larger maps.
 
+pub(crate) mod channels_last;
 pub(crate) mod nhwc;
 pub(crate) mod planar;

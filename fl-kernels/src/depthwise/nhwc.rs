@@ -181,7 +181,7 @@ wide! {
 }
 
 /// `[rows][cols]` → `[cols][rows]`.
-fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub(super) fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     let mut t = vec![0.0f32; rows * cols];
     for r in 0..rows {
         for col in 0..cols {

@@ -31,6 +31,24 @@ macro_rules! wide {
 
 pub(crate) use wide;
 
+wide! {
+    /// `data` as rows of `c` channels (channels-last): `y = act(y · scale[ch] + shift[ch])`
+    /// for every row, the [`Epilogue`](crate::types::Epilogue) of a channels-last output.
+    pub(crate) fn epilogue_rows(e: &crate::types::Epilogue<'_>, data: &mut [f32], c: usize) {
+        let (a, b) = (&e.scale[..c], &e.shift[..c]);
+        for row in data.chunks_exact_mut(c) {
+            let all = row.iter_mut().zip(a).zip(b);
+            match e.act {
+                crate::types::Act::None => all.for_each(|((y, &a), &b)| *y = *y * a + b),
+                crate::types::Act::Relu => all.for_each(|((y, &a), &b)| *y = (*y * a + b).max(0.0)),
+                crate::types::Act::Relu6 => {
+                    all.for_each(|((y, &a), &b)| *y = (*y * a + b).clamp(0.0, 6.0))
+                }
+            }
+        }
+    }
+}
+
 /// Lanes per chunk in [`lin`]: one AVX-512 register of `f32`.
 const LANES: usize = 16;
 

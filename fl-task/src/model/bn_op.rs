@@ -20,7 +20,7 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::Tensor;
 
-use super::conv_op::{flex_tensor, slice};
+use super::conv_op::{Layout, flex_tensor, slice};
 use fl_kernels::Act;
 use fl_kernels::batchnorm::{self, BnGrads, BnShape};
 
@@ -44,11 +44,12 @@ pub(crate) fn bn_act_train(
     beta: &Tensor<1>,
     epsilon: f64,
     act: Act,
+    layout: Layout,
 ) -> Option<BnActOutput> {
     let xp = x.clone().try_into_primitive::<FlexAd>().ok()?;
     let gp = gamma.clone().try_into_primitive::<FlexAd>().ok()?;
     let bp = beta.clone().try_into_primitive::<FlexAd>().ok()?;
-    let (y, mean, var) = bn_autodiff(xp, gp, bp, Shape::of(x, epsilon, act));
+    let (y, mean, var) = bn_autodiff(xp, gp, bp, Shape::of(x, epsilon, act, layout));
     Some(BnActOutput {
         y: Tensor::from_primitive::<FlexAd>(y),
         mean,
@@ -66,11 +67,12 @@ pub(crate) fn bn_act_batch(
     beta: &Tensor<1>,
     epsilon: f64,
     act: Act,
+    layout: Layout,
 ) -> Option<BnActOutput> {
     let xp = x.clone().try_into_primitive::<Flex>().ok()?;
     let gp = gamma.clone().try_into_primitive::<Flex>().ok()?;
     let bp = beta.clone().try_into_primitive::<Flex>().ok()?;
-    let s = Shape::of(x, epsilon, act);
+    let s = Shape::of(x, epsilon, act, layout);
     let f = batch_forward(&s, &slice(&xp), &slice(&gp), &slice(&bp));
     Some(BnActOutput {
         y: Tensor::from_primitive::<Flex>(flex_tensor(f.y, &s.dims)),
@@ -82,14 +84,19 @@ pub(crate) fn bn_act_batch(
 /// Evaluation-mode BatchNorm + activation on plain `Flex` (no autodiff): the running
 /// statistics normalise, in one pass. `None` on other backends (the caller uses Burn's
 /// `BatchNorm::forward` then the activation).
-pub(crate) fn bn_act_eval(x: &Tensor<4>, bn: &burn::nn::BatchNorm, act: Act) -> Option<Tensor<4>> {
+pub(crate) fn bn_act_eval(
+    x: &Tensor<4>,
+    bn: &burn::nn::BatchNorm,
+    act: Act,
+    layout: Layout,
+) -> Option<Tensor<4>> {
     let xp = x.clone().try_into_primitive::<Flex>().ok()?;
     let prim = |t: Tensor<1>| t.try_into_primitive::<Flex>().ok();
     let gamma = prim(bn.gamma.val())?;
     let beta = prim(bn.beta.val())?;
     let mean = prim(bn.running_mean.value())?;
     let var = prim(bn.running_var.value())?;
-    let s = Shape::of(x, bn.epsilon, act);
+    let s = Shape::of(x, bn.epsilon, act, layout);
     let inv: Vec<f32> = slice(&var)
         .iter()
         .map(|v| 1.0 / (v + s.eps).sqrt())
@@ -112,30 +119,34 @@ struct Shape {
     n: usize,
     c: usize,
     hw: usize,
+    layout: Layout,
     eps: f32,
     act: Act,
 }
 
 impl Shape {
-    /// The shape of `x` (`[n, c, h, w]`) with BatchNorm's `epsilon` and the activation.
-    fn of(x: &Tensor<4>, epsilon: f64, act: Act) -> Self {
-        let [n, c, h, w] = x.dims();
+    /// The shape of `x` (in `layout`) with BatchNorm's `epsilon` and the activation.
+    fn of(x: &Tensor<4>, epsilon: f64, act: Act, layout: Layout) -> Self {
+        let dims = x.dims();
+        let [n, c, h, w] = layout.nchw(dims);
         Shape {
-            dims: [n, c, h, w],
+            dims,
             n,
             c,
             hw: h * w,
+            layout,
             eps: epsilon as f32,
             act,
         }
     }
 
-    /// The kernels' view: `[n, c, h · w]`.
+    /// The kernels' view: `[n, c, h · w]` or `[n, h · w, c]`.
     fn kernel(&self) -> BnShape {
         BnShape {
             n: self.n,
             c: self.c,
             hw: self.hw,
+            channels_last: self.layout == Layout::ChannelsLast,
         }
     }
 }
@@ -252,7 +263,7 @@ mod tests {
             burn::module::RunningState::new(Tensor::from_floats([0.5, 2.0, 4.0], &device));
         let x = Tensor::<4>::random([2, 3, 4, 5], Distribution::Normal(0.0, 4.0), &device);
         for act in [Act::None, Act::Relu, Act::Relu6] {
-            let ours = bn_act_eval(&x, &bn, act).unwrap();
+            let ours = bn_act_eval(&x, &bn, act, Layout::Planar).unwrap();
             let z = bn.forward(x.clone());
             let theirs = match act {
                 Act::None => z,
@@ -260,6 +271,54 @@ mod tests {
                 Act::Relu6 => z.clamp(0.0, 6.0),
             };
             assert!(max_rel_diff(ours, theirs) < 1e-5, "{act:?}");
+        }
+    }
+
+    /// Channels-last (`[n, h, w, c]`) gives the planar op's output, statistics and
+    /// gradients turned channels-last, in training and in evaluation; 1e-5 relative.
+    #[test]
+    fn channels_last_matches_planar() {
+        let device = crate::Backend::Flex.device().autodiff();
+        let nhwc = |t: Tensor<4>| t.permute([0, 2, 3, 1]);
+        let floats = |v: &Vec<f32>| Tensor::<1>::from_floats(v.as_slice(), &device);
+        for act in [Act::None, Act::Relu, Act::Relu6] {
+            let eps = BatchNormConfig::new(6).init(&device).epsilon;
+            let gamma =
+                Tensor::<1>::random([6], Distribution::Uniform(0.5, 2.0), &device).require_grad();
+            let beta =
+                Tensor::<1>::random([6], Distribution::Uniform(-1.0, 4.0), &device).require_grad();
+            let x = Tensor::<4>::random([3, 6, 9, 9], Distribution::Normal(0.5, 3.0), &device)
+                .require_grad();
+            let planar = bn_act_train(&x, &gamma, &beta, eps, act, Layout::Planar).unwrap();
+            let xl = nhwc(x.clone());
+            let cl = bn_act_train(&xl, &gamma, &beta, eps, act, Layout::ChannelsLast).unwrap();
+            assert!(
+                max_rel_diff(cl.y.clone(), nhwc(planar.y.clone())) < 1e-5,
+                "{act:?} y"
+            );
+            assert!(
+                max_rel_diff(floats(&cl.mean), floats(&planar.mean)) < 1e-5,
+                "{act:?} mean"
+            );
+            assert!(
+                max_rel_diff(floats(&cl.var), floats(&planar.var)) < 1e-5,
+                "{act:?} var"
+            );
+            let upstream = Tensor::<4>::random([3, 6, 9, 9], Distribution::Default, &device);
+            let g_planar = (planar.y * upstream.clone()).sum().backward();
+            let g_cl = (cl.y * nhwc(upstream)).sum().backward();
+            for (t, name) in [(&gamma, "dgamma"), (&beta, "dbeta")] {
+                let (a, b) = (t.grad(&g_cl).unwrap(), t.grad(&g_planar).unwrap());
+                assert!(max_rel_diff(a, b) < 1e-5, "{act:?} {name}");
+            }
+            let (a, b) = (x.grad(&g_cl).unwrap(), x.grad(&g_planar).unwrap());
+            assert!(max_rel_diff(a, b) < 1e-5, "{act:?} dx");
+
+            let eval_bn = BatchNormConfig::new(6).init(&crate::Backend::Flex.device());
+            let xe = x.clone().inner();
+            let pe = bn_act_eval(&xe, &eval_bn, act, Layout::Planar).unwrap();
+            let ce = bn_act_eval(&nhwc(xe), &eval_bn, act, Layout::ChannelsLast).unwrap();
+            assert!(max_rel_diff(ce, nhwc(pe)) < 1e-5, "{act:?} evaluation");
         }
     }
 
@@ -277,7 +336,7 @@ mod tests {
             // Scaled so that ReLU6's upper bound is crossed too.
             let x = Tensor::<4>::random([4, 5, 3, 6], Distribution::Normal(0.5, 3.0), &device)
                 .require_grad();
-            let ours = bn_act_train(&x, &gamma, &beta, bn.epsilon, act).unwrap();
+            let ours = bn_act_train(&x, &gamma, &beta, bn.epsilon, act, Layout::Planar).unwrap();
 
             let [n, c, h, w] = x.dims();
             let flat = x.clone().swap_dims(0, 1).reshape([c, n * h * w]);

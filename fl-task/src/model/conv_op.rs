@@ -20,8 +20,8 @@ use burn::tensor::{Tensor, TensorData};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fl_kernels::conv;
 use fl_kernels::{Act, Epilogue, Geom};
+use fl_kernels::{channels_last, conv};
 
 static CPU_KERNELS: AtomicBool = AtomicBool::new(true);
 
@@ -42,30 +42,85 @@ pub fn cpu_kernels() -> bool {
 /// The autodiff backend `Device::flex().autodiff()` builds.
 type FlexAd = Autodiff<Flex, NoCheckpointing>;
 
-/// `conv.forward(x)` through our kernels, or `None` when this convolution or backend is not
-/// one they handle (then the caller falls back to `Conv2d::forward`).
-pub(crate) fn conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
+/// How a model lays out its activations: Burn's `[n, c, h, w]` (ResNet-18), or channels
+/// innermost, `[n, h, w, c]` (MobileNet-V2 on the kernels: `fl_kernels::channels_last`).
+/// Weights are `[cout, cin/groups, k, k]` either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// `[n, c, h, w]`.
+    Planar,
+    /// `[n, h, w, c]`.
+    ChannelsLast,
+}
+
+impl Layout {
+    /// `[n, c, h, w]` from a tensor's dimensions in this layout.
+    pub(crate) fn nchw(self, [a, b, c, d]: [usize; 4]) -> [usize; 4] {
+        match self {
+            Layout::Planar => [a, b, c, d],
+            Layout::ChannelsLast => [a, d, b, c],
+        }
+    }
+
+    /// A tensor's dimensions in this layout from `[n, c, h, w]`.
+    pub(crate) fn dims(self, [n, c, h, w]: [usize; 4]) -> [usize; 4] {
+        match self {
+            Layout::Planar => [n, c, h, w],
+            Layout::ChannelsLast => [n, h, w, c],
+        }
+    }
+}
+
+/// Whether `x` lives on the `flex` backend (with or without autodiff), where the kernels run.
+pub(crate) fn on_flex(x: &Tensor<4>) -> bool {
+    x.clone().try_into_primitive::<FlexAd>().is_ok()
+        || x.clone().try_into_primitive::<Flex>().is_ok()
+}
+
+/// Whether [`conv2d`] and the BatchNorm ops of `bn_op` run for this layer and input: the
+/// kernels are on, `x` is on `flex`, and the geometry is one they handle.
+pub(crate) fn handles(conv: &Conv2d, x: &Tensor<4>, layout: Layout) -> bool {
+    cpu_kernels() && geometry(conv, layout.nchw(x.dims())).is_some() && on_flex(x)
+}
+
+fn kernel_forward(
+    g: &Geom,
+    layout: Layout,
+    x: &[f32],
+    w: &[f32],
+    epilogue: Option<&Epilogue<'_>>,
+) -> Vec<f32> {
+    match layout {
+        Layout::Planar => conv::forward_fused(g, x, w, epilogue),
+        Layout::ChannelsLast => channels_last::forward(g, x, w, epilogue),
+    }
+}
+
+/// `conv.forward(x)` through our kernels, `x` and the result in `layout`, or `None` when
+/// this convolution or backend is not one they handle (then the caller falls back to
+/// `Conv2d::forward`).
+pub(crate) fn conv2d(conv: &Conv2d, x: &Tensor<4>, layout: Layout) -> Option<Tensor<4>> {
     if !cpu_kernels() {
         return None;
     }
-    let geom = geometry(conv, x.dims())?;
+    let geom = geometry(conv, layout.nchw(x.dims()))?;
     let weight = conv.weight.val();
     if let (Ok(xp), Ok(wp)) = (
         x.clone().try_into_primitive::<FlexAd>(),
         weight.clone().try_into_primitive::<FlexAd>(),
     ) {
         return Some(Tensor::from_primitive::<FlexAd>(conv_autodiff(
-            xp, wp, geom,
+            xp, wp, geom, layout,
         )));
     }
     if let (Ok(xp), Ok(wp)) = (
         x.clone().try_into_primitive::<Flex>(),
         weight.try_into_primitive::<Flex>(),
     ) {
-        let out = conv::forward(&geom, &slice(&xp), &slice(&wp));
+        let out = kernel_forward(&geom, layout, &slice(&xp), &slice(&wp), None);
         return Some(Tensor::from_primitive::<Flex>(flex_tensor(
             out,
-            &out_shape(&geom),
+            &out_shape(&geom, layout),
         )));
     }
     None
@@ -80,11 +135,12 @@ pub(crate) fn conv_bn_act_eval(
     bn: &burn::nn::BatchNorm,
     act: Act,
     x: &Tensor<4>,
+    layout: Layout,
 ) -> Option<Tensor<4>> {
     if !cpu_kernels() {
         return None;
     }
-    let geom = geometry(conv, x.dims())?;
+    let geom = geometry(conv, layout.nchw(x.dims()))?;
     let prim = |t: Tensor<1>| t.try_into_primitive::<Flex>().ok();
     let xp = x.clone().try_into_primitive::<Flex>().ok()?;
     let wp = conv.weight.val().try_into_primitive::<Flex>().ok()?;
@@ -114,10 +170,10 @@ pub(crate) fn conv_bn_act_eval(
         shift: &shift,
         act,
     };
-    let out = conv::forward_fused(&geom, &slice(&xp), &slice(&wp), Some(&epilogue));
+    let out = kernel_forward(&geom, layout, &slice(&xp), &slice(&wp), Some(&epilogue));
     Some(Tensor::from_primitive::<Flex>(flex_tensor(
         out,
-        &out_shape(&geom),
+        &out_shape(&geom, layout),
     )))
 }
 
@@ -160,8 +216,8 @@ fn geometry(conv: &Conv2d, [n, cin, h, w]: [usize; 4]) -> Option<Geom> {
     })
 }
 
-fn out_shape(g: &Geom) -> [usize; 4] {
-    [g.n, g.cout, g.ho(), g.wo()]
+fn out_shape(g: &Geom, layout: Layout) -> [usize; 4] {
+    layout.dims([g.n, g.cout, g.ho(), g.wo()])
 }
 
 /// A contiguous `f32` copy-free view of a flex tensor (copied only if it is strided).
@@ -187,8 +243,8 @@ pub(crate) fn flex_tensor(values: Vec<f32>, shape: &[usize]) -> FlexTensor {
 struct ConvBackward;
 
 impl Backward<Flex, 2> for ConvBackward {
-    /// Input, weight (both flex primitives, shared, not copied) and the geometry.
-    type State = (FlexTensor, FlexTensor, Geom);
+    /// Input, weight (both flex primitives, shared, not copied), the geometry and layout.
+    type State = (FlexTensor, FlexTensor, Geom, Layout);
 
     fn backward(
         self,
@@ -198,20 +254,16 @@ impl Backward<Flex, 2> for ConvBackward {
     ) {
         let [node_x, node_w] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
-        let (x, w, geom) = ops.state;
-        let (dx, dw) = conv::backward(
-            &geom,
-            &slice(&x),
-            &slice(&w),
-            &slice(&grad),
-            node_x.is_some(),
-            node_w.is_some(),
-        );
+        let (x, w, geom, layout) = ops.state;
+        let (x, w, grad) = (slice(&x), slice(&w), slice(&grad));
+        let (want_dx, want_dw) = (node_x.is_some(), node_w.is_some());
+        let (dx, dw) = match layout {
+            Layout::Planar => conv::backward(&geom, &x, &w, &grad, want_dx, want_dw),
+            Layout::ChannelsLast => channels_last::backward(&geom, &x, &w, &grad, want_dx, want_dw),
+        };
         if let (Some(node), Some(dx)) = (node_x, dx) {
-            grads.register::<Flex>(
-                node.id,
-                flex_tensor(dx, &[geom.n, geom.cin, geom.h, geom.w]),
-            );
+            let shape = layout.dims([geom.n, geom.cin, geom.h, geom.w]);
+            grads.register::<Flex>(node.id, flex_tensor(dx, &shape));
         }
         if let (Some(node), Some(dw)) = (node_w, dw) {
             let cin_per = if geom.depthwise { 1 } else { geom.cin };
@@ -225,16 +277,17 @@ fn conv_autodiff(
     x: burn::backend::tensor::FloatTensor<FlexAd>,
     w: burn::backend::tensor::FloatTensor<FlexAd>,
     geom: Geom,
+    layout: Layout,
 ) -> burn::backend::tensor::FloatTensor<FlexAd> {
     let prep = ConvBackward
         .prepare::<NoCheckpointing>([x.node(), w.node()])
         .compute_bound()
         .stateful();
     let (xp, wp) = (x.into_primitive(), w.into_primitive());
-    let out = conv::forward(&geom, &slice(&xp), &slice(&wp));
-    let out = flex_tensor(out, &out_shape(&geom));
+    let out = kernel_forward(&geom, layout, &slice(&xp), &slice(&wp), None);
+    let out = flex_tensor(out, &out_shape(&geom, layout));
     match prep {
-        OpsKind::Tracked(prep) => prep.finish((xp, wp, geom), out),
+        OpsKind::Tracked(prep) => prep.finish((xp, wp, geom, layout), out),
         OpsKind::UnTracked(prep) => prep.finish(out),
     }
 }
@@ -291,7 +344,7 @@ mod tests {
             let conv = layer([cin, cout], k, stride, groups, &device);
             let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device)
                 .require_grad();
-            let ours = conv2d(&conv, &x).expect("flex autodiff is handled");
+            let ours = conv2d(&conv, &x, Layout::Planar).expect("flex autodiff is handled");
             let theirs = conv.forward(x.clone());
             assert_eq!(ours.dims(), theirs.dims());
             assert!(max_rel_diff(ours.clone(), theirs.clone()) < 1e-5);
@@ -312,6 +365,44 @@ mod tests {
         }
     }
 
+    /// Channels-last (`[n, h, w, c]` in and out) gives Burn's output and gradients turned
+    /// channels-last, for the layers MobileNet-V2 runs that way: its 1-channel stem, 1 × 1
+    /// expansions and projections (one GEMM piece and several), depthwise at stride 1 and
+    /// 2 on large and small maps; tolerance 1e-5 relative to the largest value.
+    #[test]
+    fn channels_last_matches_burn_conv2d() {
+        let device = crate::Backend::Flex.device().autodiff();
+        // (batch, c_in, c_out, size, kernel, stride, groups)
+        let cases = [
+            (3, 1, 8, 28, 3, 1, 1),
+            (4, 8, 48, 28, 1, 1, 1),
+            (20, 96, 16, 4, 1, 1, 1),
+            (3, 48, 48, 28, 3, 2, 48),
+            (2, 8, 8, 28, 3, 1, 8),
+            (5, 144, 144, 4, 3, 2, 144),
+        ];
+        let nhwc = |t: Tensor<4>| t.permute([0, 2, 3, 1]);
+        for (n, cin, cout, size, k, stride, groups) in cases {
+            let conv = layer([cin, cout], k, stride, groups, &device);
+            let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device)
+                .require_grad();
+            let ours = conv2d(&conv, &nhwc(x.clone()), Layout::ChannelsLast)
+                .expect("flex autodiff is handled");
+            let theirs = nhwc(conv.forward(x.clone()));
+            assert_eq!(ours.dims(), theirs.dims());
+            assert!(max_rel_diff(ours.clone(), theirs.clone()) < 1e-5);
+
+            let upstream = Tensor::<4>::random(ours.dims(), Distribution::Default, &device);
+            let g_ours = (ours * upstream.clone()).sum().backward();
+            let g_theirs = (theirs * upstream).sum().backward();
+            let dx = |g| x.grad(g).unwrap();
+            let dw = |g| conv.weight.val().grad(g).unwrap();
+            let what = format!("{cin}->{cout} k{k} s{stride} g{groups} at {size}");
+            assert!(max_rel_diff(dx(&g_ours), dx(&g_theirs)) < 1e-5, "dx {what}");
+            assert!(max_rel_diff(dw(&g_ours), dw(&g_theirs)) < 1e-5, "dw {what}");
+        }
+    }
+
     /// Without autodiff (evaluation) the forward kernel runs and agrees with Burn.
     #[test]
     fn inference_forward_matches_burn() {
@@ -322,14 +413,14 @@ mod tests {
             .with_bias(false)
             .init(&device);
         let x = Tensor::<4>::random([3, 4, 7, 7], Distribution::Default, &device);
-        let ours = conv2d(&conv, &x).expect("flex is handled");
+        let ours = conv2d(&conv, &x, Layout::Planar).expect("flex is handled");
         assert!(max_rel_diff(ours, conv.forward(x)) < 1e-5);
     }
 
     /// Evaluation conv + BatchNorm (running statistics) + activation in one pass equals
     /// Burn's `Conv2d`, `BatchNorm` and activation one after another; tolerance 1e-5
     /// relative to the largest value. Dense with stacked samples (4 × 4 maps), one sample per
-    /// GEMM, 1 × 1, and depthwise at stride 1 and 2.
+    /// GEMM, 1 × 1, and depthwise at stride 1 and 2; planar and channels-last.
     #[test]
     fn fused_evaluation_matches_burn_conv_batchnorm_activation() {
         use burn::module::{Param, RunningState};
@@ -356,7 +447,11 @@ mod tests {
             bn.running_mean = RunningState::new(rand(-0.5, 0.5));
             bn.running_var = RunningState::new(rand(0.1, 3.0));
             let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device);
-            let ours = conv_bn_act_eval(&conv, &bn, act, &x).expect("flex is handled");
+            let ours =
+                conv_bn_act_eval(&conv, &bn, act, &x, Layout::Planar).expect("flex is handled");
+            let nhwc = |t: Tensor<4>| t.permute([0, 2, 3, 1]);
+            let ours_cl = conv_bn_act_eval(&conv, &bn, act, &nhwc(x.clone()), Layout::ChannelsLast)
+                .expect("flex is handled");
             let y = bn.forward(conv.forward(x));
             let theirs = match act {
                 Act::None => y,
@@ -364,9 +459,11 @@ mod tests {
                 Act::Relu6 => y.clamp(0.0, 6.0),
             };
             assert_eq!(ours.dims(), theirs.dims());
+            let what = format!("{cin}->{cout} k{k} s{stride} g{groups} {act:?}");
+            assert!(max_rel_diff(ours, theirs.clone()) < 1e-5, "{what}");
             assert!(
-                max_rel_diff(ours, theirs) < 1e-5,
-                "{cin}->{cout} k{k} s{stride} g{groups} {act:?}"
+                max_rel_diff(ours_cl, nhwc(theirs)) < 1e-5,
+                "channels-last {what}"
             );
         }
     }
@@ -377,12 +474,12 @@ mod tests {
         let device = crate::Backend::Flex.device();
         let with_bias = Conv2dConfig::new([2, 2], [3, 3]).init(&device);
         let x = Tensor::<4>::zeros([1, 2, 5, 5], &device);
-        assert!(conv2d(&with_bias, &x).is_none());
+        assert!(conv2d(&with_bias, &x, Layout::Planar).is_none());
         let grouped = Conv2dConfig::new([4, 4], [3, 3])
             .with_groups(2)
             .with_bias(false)
             .init(&device);
         let x = Tensor::<4>::zeros([1, 4, 5, 5], &device);
-        assert!(conv2d(&grouped, &x).is_none());
+        assert!(conv2d(&grouped, &x, Layout::Planar).is_none());
     }
 }

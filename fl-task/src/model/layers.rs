@@ -21,6 +21,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, s};
 
 use super::bn_op;
+use super::conv_op::{self, Layout};
 
 pub(crate) use fl_kernels::Act;
 
@@ -75,8 +76,19 @@ impl ConvBn {
         Self { conv, bn, act }
     }
 
-    /// Forward pass.
+    /// Forward pass on `[n, c, h, w]`.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        self.forward_in(x, Layout::Planar)
+    }
+
+    /// Forward pass on an activation in `layout`, the result in the same layout.
+    /// Channels-last runs on the kernels only: where they do not apply (Burn's ops chosen,
+    /// another backend) the activation is turned planar for this layer and back.
+    pub(crate) fn forward_in(&self, x: Tensor<4>, layout: Layout) -> Tensor<4> {
+        if layout == Layout::ChannelsLast && !conv_op::handles(&self.conv, &x, layout) {
+            let planar = self.forward_in(x.permute([0, 3, 1, 2]), Layout::Planar);
+            return planar.permute([0, 2, 3, 1]);
+        }
         // The same condition as `BatchNorm::forward` for using batch statistics, or a
         // re-estimation of the running statistics (`with_bn_momentum`), which uses them too.
         let training = x.is_autodiff() && self.bn.training.is_enabled();
@@ -87,25 +99,25 @@ impl ConvBn {
             _ => Act::None,
         };
         if !batch_stats
-            && let Some(y) = super::conv_op::conv_bn_act_eval(&self.conv, &self.bn, act, &x)
+            && let Some(y) = conv_op::conv_bn_act_eval(&self.conv, &self.bn, act, &x, layout)
         {
             return y;
         }
         let pointwise = self.conv.kernel_size == [1, 1] && self.conv.groups == 1;
-        let x = if let Some(y) = super::conv_op::conv2d(&self.conv, &x) {
+        let x = if let Some(y) = conv_op::conv2d(&self.conv, &x, layout) {
             y
         } else if training && pointwise {
             conv1x1_train(&self.conv, x)
         } else {
             self.conv.forward(x)
         };
-        if batch_stats && super::conv_op::cpu_kernels() {
+        if batch_stats && conv_op::cpu_kernels() {
             let bn = &self.bn;
             let (gamma, beta) = (bn.gamma.val(), bn.beta.val());
             let out = if training {
-                bn_op::bn_act_train(&x, &gamma, &beta, bn.epsilon, act)
+                bn_op::bn_act_train(&x, &gamma, &beta, bn.epsilon, act, layout)
             } else {
-                bn_op::bn_act_batch(&x, &gamma, &beta, bn.epsilon, act)
+                bn_op::bn_act_batch(&x, &gamma, &beta, bn.epsilon, act, layout)
             };
             if let Some(out) = out {
                 update_running(bn, &out.mean, &out.var);
@@ -113,8 +125,8 @@ impl ConvBn {
             }
         }
         if !batch_stats
-            && super::conv_op::cpu_kernels()
-            && let Some(y) = bn_op::bn_act_eval(&x, &self.bn, act)
+            && conv_op::cpu_kernels()
+            && let Some(y) = bn_op::bn_act_eval(&x, &self.bn, act, layout)
         {
             return y;
         }

@@ -21,6 +21,7 @@ use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig};
 use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
 
+use super::conv_op::{self, Layout};
 use super::layers::{Act, ConvBn};
 
 /// (expansion, channels, repeats, first stride) per stage, from the MobileNet-V2 paper.
@@ -79,12 +80,14 @@ impl InvertedResidual {
         }
     }
 
-    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+    fn forward(&self, x: Tensor<4>, layout: Layout) -> Tensor<4> {
         let h = match &self.expand {
-            Some(e) => e.forward(x.clone()),
+            Some(e) => e.forward_in(x.clone(), layout),
             None => x.clone(),
         };
-        let y = self.project.forward(self.depthwise.forward(h));
+        let y = self
+            .project
+            .forward_in(self.depthwise.forward_in(h, layout), layout);
         if self.residual { x + y } else { y }
     }
 }
@@ -131,13 +134,40 @@ impl MobileNetV2 {
     }
 
     /// Logits `[n, classes]` for images `[n, 1, 28, 28]`.
+    ///
+    /// On fl-job's CPU kernels the activations run channels-last from the stem to the pool
+    /// (`fl_kernels::channels_last`: every 1 × 1 convolution one GEMM over the batch's
+    /// pixels, no layout copies between layers); elsewhere planar, on Burn's ops.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        if conv_op::cpu_kernels() && conv_op::on_flex(&x) {
+            return self.forward_channels_last(x);
+        }
         let mut x = self.stem.forward(x);
         for b in &self.blocks {
-            x = b.forward(x);
+            x = b.forward(x, Layout::Planar);
         }
         let x = self.head.forward(x);
         self.classifier.forward(self.pool.forward(x).flatten(1, 3))
+    }
+
+    /// [`MobileNetV2::forward`] with `[n, h, w, c]` activations; the pool is a mean over the
+    /// pixels (what the adaptive 1 × 1 pool computes).
+    fn forward_channels_last(&self, x: Tensor<4>) -> Tensor<2> {
+        let [n, c, h, w] = x.dims();
+        // One input channel (FEMNIST): `[n, 1, h, w]` and `[n, h, w, 1]` are the same values.
+        let mut x = if c == 1 {
+            x.reshape([n, h, w, 1])
+        } else {
+            x.permute([0, 2, 3, 1])
+        };
+        x = self.stem.forward_in(x, Layout::ChannelsLast);
+        for b in &self.blocks {
+            x = b.forward(x, Layout::ChannelsLast);
+        }
+        let x = self.head.forward_in(x, Layout::ChannelsLast);
+        let [n, h, w, c] = x.dims();
+        let pooled = x.reshape([n, h * w, c]).mean_dim(1).reshape([n, c]);
+        self.classifier.forward(pooled)
     }
 }
 

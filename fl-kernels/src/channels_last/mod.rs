@@ -1,0 +1,182 @@
+//! Convolutions on channels-last activations (`[n, h, w, c]`), for networks that keep
+//! their activations that way from the stem to the pool (fl-task's MobileNet-V2):
+//! 1 × 1 convolutions as plain GEMMs over pixels (`pointwise.rs`), depthwise ones by taps
+//! across the channels (`../depthwise/channels_last.rs`), and any other dense geometry (the
+//! 3 × 3 stem) through the NCHW kernels of `conv/` with the layout turned around it.
+//!
+//! Why channels-last: MobileNet-V2 is 1 × 1 convolutions, depthwise 3 × 3 and BatchNorm on
+//! maps from 28 × 28 down to 2 × 2. In NCHW the small maps make every kernel work in short
+//! planes, so `conv/im2col.rs` stacks samples for its GEMMs and `depthwise/nhwc.rs` turns
+//! each sample channels-innermost and back, copies that (with the zeroing before them) were
+//! a fifth of a MobileNet-V2 ×0.25 training step. Channels-last every layer's inner loop
+//! runs across the channels, whatever the map size, and nothing changes layout in between.
+//! The weights keep their usual `[cout, cin/groups, k, k]` layout.
+//!
+//! Results do not depend on the thread count (pieces fixed by the shape, shares summed in
+//! order), as everywhere in this crate.
+
+mod pointwise;
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
+use crate::conv;
+use crate::depthwise::channels_last as depthwise;
+use crate::layout::{from_hwc, to_hwc};
+use crate::types::{Epilogue, Geom};
+
+/// Forward convolution: `x` `[n, h, w, cin]`, `weight` `[cout, cin/groups, k, k]` →
+/// `[n, ho, wo, cout]`, then `epilogue` on every output channel if given.
+pub fn forward(g: &Geom, x: &[f32], weight: &[f32], epilogue: Option<&Epilogue<'_>>) -> Vec<f32> {
+    assert_eq!(x.len(), g.n * g.in_len(), "conv forward: input length");
+    assert_eq!(weight.len(), g.weight_len(), "conv forward: weight length");
+    if let Some(e) = epilogue {
+        assert!(
+            e.scale.len() == g.cout && e.shift.len() == g.cout,
+            "conv forward: epilogue length"
+        );
+    }
+    if g.depthwise {
+        depthwise::forward(g, x, weight, epilogue)
+    } else if g.pointwise() {
+        pointwise::forward(g, x, weight, epilogue)
+    } else {
+        let planes = to_planes(x, g.cin, g.h * g.w);
+        let out = conv::forward_fused(g, &planes, weight, epilogue);
+        to_channels_last(&out, g.cout, g.ho() * g.wo()).into_owned()
+    }
+}
+
+/// Gradients with respect to the input (`[n, h, w, cin]`) and the weight, each only if
+/// asked for; `grad_out` is `[n, ho, wo, cout]`.
+pub fn backward(
+    g: &Geom,
+    x: &[f32],
+    weight: &[f32],
+    grad_out: &[f32],
+    want_dx: bool,
+    want_dw: bool,
+) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
+    assert_eq!(x.len(), g.n * g.in_len(), "conv backward: input length");
+    assert_eq!(weight.len(), g.weight_len(), "conv backward: weight length");
+    assert_eq!(
+        grad_out.len(),
+        g.n * g.out_len(),
+        "conv backward: grad length"
+    );
+    if g.depthwise {
+        depthwise::backward(g, x, weight, grad_out, want_dx, want_dw)
+    } else if g.pointwise() {
+        pointwise::backward(g, x, weight, grad_out, want_dx, want_dw)
+    } else {
+        let (xp, gp) = (
+            to_planes(x, g.cin, g.h * g.w),
+            to_planes(grad_out, g.cout, g.ho() * g.wo()),
+        );
+        let (dx, dw) = conv::backward(g, &xp, weight, &gp, want_dx, want_dw);
+        let dx = dx.map(|d| to_channels_last(&d, g.cin, g.h * g.w).into_owned());
+        (dx, dw)
+    }
+}
+
+/// Samples of `c · hw` values, `[hw][c]` → `[c][hw]` (no copy for one channel).
+fn to_planes(v: &[f32], c: usize, hw: usize) -> Cow<'_, [f32]> {
+    if c == 1 {
+        return Cow::Borrowed(v);
+    }
+    let mut out = vec![0.0f32; v.len()];
+    out.par_chunks_mut(c * hw)
+        .zip(v.par_chunks(c * hw))
+        .for_each(|(d, s)| from_hwc(s, c, hw, 0, hw, d));
+    Cow::Owned(out)
+}
+
+/// Samples of `c · hw` values, `[c][hw]` → `[hw][c]` (no copy for one channel).
+fn to_channels_last(v: &[f32], c: usize, hw: usize) -> Cow<'_, [f32]> {
+    if c == 1 {
+        return Cow::Borrowed(v);
+    }
+    let mut out = vec![0.0f32; v.len()];
+    out.par_chunks_mut(c * hw)
+        .zip(v.par_chunks(c * hw))
+        .for_each(|(d, s)| to_hwc(s, c, hw, 0, hw, d));
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{close, naive, to_channels_last as cl, to_planes as planes, values};
+
+    fn dense(n: usize, cin: usize, size: usize, cout: usize, k: usize, stride: usize) -> Geom {
+        Geom {
+            n,
+            cin,
+            h: size,
+            w: size,
+            cout,
+            k,
+            stride,
+            pad: k / 2,
+            depthwise: false,
+        }
+    }
+
+    /// Pointwise layers (one piece and several, small and large maps) and dense 3 × 3 ones
+    /// (MobileNet-V2's 1-channel stem, a strided one) against the f64 definition: output,
+    /// both gradients together and each alone; 1e-5 relative to the largest value.
+    #[test]
+    fn matches_the_definition() {
+        let cases = [
+            dense(20, 16, 4, 96, 1, 1),
+            dense(3, 8, 28, 48, 1, 1),
+            dense(5, 80, 2, 130, 1, 1),
+            dense(3, 1, 28, 8, 3, 1),
+            dense(2, 6, 9, 10, 3, 2),
+        ];
+        for (seed, g) in cases.into_iter().enumerate() {
+            let seed = seed as u64 * 11;
+            let (hw, ohw) = (g.h * g.w, g.ho() * g.wo());
+            let x = values(g.n * g.in_len(), seed + 1);
+            let w = values(g.weight_len(), seed + 2);
+            let go = values(g.n * g.out_len(), seed + 3);
+            let (out, dx, dw) = naive(&g, &x, &w, &go);
+            let (xl, gol) = (cl(&x, g.n, g.cin, hw), cl(&go, g.n, g.cout, ohw));
+            let y = forward(&g, &xl, &w, None);
+            close(&planes(&y, g.n, g.cout, ohw), &out, "y", &g);
+            for (want_dx, want_dw) in [(true, true), (true, false), (false, true)] {
+                let (gx, gw) = backward(&g, &xl, &w, &gol, want_dx, want_dw);
+                assert_eq!((gx.is_some(), gw.is_some()), (want_dx, want_dw));
+                if let Some(gx) = gx {
+                    close(&planes(&gx, g.n, g.cin, hw), &dx, "dx", &g);
+                }
+                if let Some(gw) = gw {
+                    close(&gw, &dw, "dw", &g);
+                }
+            }
+        }
+    }
+
+    /// The same bits on one thread and two (pieces fixed by the shape).
+    #[test]
+    fn bits_do_not_depend_on_the_threads() {
+        let g = dense(20, 24, 7, 40, 1, 1);
+        let x = values(g.n * g.in_len(), 5);
+        let w = values(g.weight_len(), 6);
+        let go = values(g.n * g.out_len(), 7);
+        let run = |t: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                (
+                    forward(&g, &x, &w, None),
+                    backward(&g, &x, &w, &go, true, true),
+                )
+            })
+        };
+        assert_eq!(run(1), run(2));
+    }
+}

@@ -30,7 +30,10 @@ impl Backend {
     /// The device of this backend (without autodiff; training adds it).
     pub fn device(self) -> Device {
         match self {
-            Backend::Flex => Device::flex(),
+            Backend::Flex => {
+                fl_kernels::heap::keep_freed_memory();
+                Device::flex()
+            }
             #[cfg(feature = "ndarray")]
             #[allow(deprecated)]
             Backend::Ndarray => Device::ndarray(),

@@ -135,7 +135,9 @@ pub(crate) fn forward(
 
 wide! {
     /// One sample's outputs: per output row, the first tap's products, then the other taps
-    /// added in `(kh, kw)` order.
+    /// added in `(kh, kw)` order. (Summing a 16-lane chunk over the taps in registers and
+    /// storing it once measured 2–6 % slower on MobileNet-V2 ×0.25: a tap's run per pass
+    /// vectorises without bounds checks.)
     fn forward_runs(g: &Geom, p: &Phases, phases: &[f32], wt: &[f32], out: &mut [f32]) {
         let (k, len) = (g.k, g.wo() * g.cin);
         for (oh, o) in out.chunks_exact_mut(len).enumerate() {

@@ -1,7 +1,7 @@
 //! Helpers for the kernels' tests: deterministic inputs, the convolution's definition in
 //! `f64`, and a tolerance check.
 
-use crate::types::Geom;
+use crate::types::{Epilogue, Geom};
 
 /// Deterministic pseudo-random values in [-1, 1).
 pub(crate) fn values(len: usize, seed: u64) -> Vec<f32> {
@@ -79,28 +79,83 @@ pub(crate) fn close(a: &[f32], b: &[f32], what: &str, g: &Geom) {
     }
 }
 
-/// `[n][c][hw]` → `[n][hw][c]`.
-pub(crate) fn to_channels_last(v: &[f32], n: usize, c: usize, hw: usize) -> Vec<f32> {
+/// Each of `n` samples `[rows][cols]` → `[cols][rows]`: planes to channels-last with
+/// `(c, hw)`, back with `(hw, c)`.
+pub(crate) fn swap_inner(v: &[f32], n: usize, rows: usize, cols: usize) -> Vec<f32> {
     let mut out = vec![0.0; v.len()];
     for s in 0..n {
-        for ch in 0..c {
-            for p in 0..hw {
-                out[(s * hw + p) * c + ch] = v[(s * c + ch) * hw + p];
+        for r in 0..rows {
+            for c in 0..cols {
+                out[(s * cols + c) * rows + r] = v[(s * rows + r) * cols + c];
             }
         }
     }
     out
 }
 
-/// `[n][hw][c]` → `[n][c][hw]`.
-pub(crate) fn to_planes(v: &[f32], n: usize, c: usize, hw: usize) -> Vec<f32> {
-    let mut out = vec![0.0; v.len()];
-    for s in 0..n {
-        for ch in 0..c {
-            for p in 0..hw {
-                out[(s * c + ch) * hw + p] = v[(s * hw + p) * c + ch];
-            }
+/// A 3 × 3 depthwise geometry with padding 1.
+pub(crate) fn depthwise3x3(n: usize, c: usize, size: usize, stride: usize) -> Geom {
+    Geom {
+        n,
+        cin: c,
+        h: size,
+        w: size,
+        cout: c,
+        k: 3,
+        stride,
+        pad: 1,
+        depthwise: true,
+    }
+}
+
+/// A kernel's forward, as `conv::forward_fused` and the algorithms' `forward`.
+pub(crate) type Forward = fn(&Geom, &[f32], &[f32], Option<&Epilogue<'_>>) -> Vec<f32>;
+
+/// A kernel's backward: `(x, weight, grad_out, want_dx, want_dw)` → `(dx, dw)`.
+pub(crate) type Backward =
+    fn(&Geom, &[f32], &[f32], &[f32], bool, bool) -> (Option<Vec<f32>>, Option<Vec<f32>>);
+
+/// `forward` (if given) and `backward` on `g` against the definition in `f64`: the output,
+/// and both gradients asked for together and each alone; activations handed over
+/// channels-last if `channels_last`. Tolerance 1e-5 relative to the largest value.
+pub(crate) fn check_conv(
+    g: &Geom,
+    seed: u64,
+    forward: Option<Forward>,
+    backward: Backward,
+    channels_last: bool,
+) {
+    let (hw, ohw) = (g.h * g.w, g.ho() * g.wo());
+    let x = values(g.n * g.in_len(), seed + 1);
+    let w = values(g.weight_len(), seed + 2);
+    let go = values(g.n * g.out_len(), seed + 3);
+    let (out, dx, dw) = naive(g, &x, &w, &go);
+    let (xin, gin) = if channels_last {
+        (
+            swap_inner(&x, g.n, g.cin, hw),
+            swap_inner(&go, g.n, g.cout, ohw),
+        )
+    } else {
+        (x, go)
+    };
+    let back = |v: Vec<f32>, c: usize, pixels: usize| {
+        if channels_last {
+            swap_inner(&v, g.n, pixels, c)
+        } else {
+            v
+        }
+    };
+    if let Some(forward) = forward {
+        close(&back(forward(g, &xin, &w, None), g.cout, ohw), &out, "y", g);
+    }
+    for (want_dx, want_dw) in [(true, true), (true, false), (false, true)] {
+        let (gx, gw) = backward(g, &xin, &w, &gin, want_dx, want_dw);
+        assert_eq!((gx.is_some(), gw.is_some()), (want_dx, want_dw), "{g:?}");
+        if let Some(gx) = gx {
+            close(&back(gx, g.cin, hw), &dx, &format!("dx ({want_dw})"), g);
+        }
+        if let Some(gw) = gw {
+            close(&gw, &dw, &format!("dw ({want_dx})"), g);
         }
     }
-    out
 }

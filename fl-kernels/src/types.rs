@@ -94,6 +94,46 @@ impl Geom {
         self.pointwise() && stack == 1
     }
 
+    /// Panics unless `x`, `weight` and the epilogue have this geometry's lengths (the
+    /// same in either layout).
+    pub(crate) fn check_forward(&self, x: &[f32], weight: &[f32], epilogue: Option<&Epilogue<'_>>) {
+        assert_eq!(
+            x.len(),
+            self.n * self.in_len(),
+            "conv forward: input length"
+        );
+        assert_eq!(
+            weight.len(),
+            self.weight_len(),
+            "conv forward: weight length"
+        );
+        if let Some(e) = epilogue {
+            assert!(
+                e.scale.len() == self.cout && e.shift.len() == self.cout,
+                "conv forward: epilogue length"
+            );
+        }
+    }
+
+    /// Panics unless `x`, `weight` and `grad_out` have this geometry's lengths.
+    pub(crate) fn check_backward(&self, x: &[f32], weight: &[f32], grad_out: &[f32]) {
+        assert_eq!(
+            x.len(),
+            self.n * self.in_len(),
+            "conv backward: input length"
+        );
+        assert_eq!(
+            weight.len(),
+            self.weight_len(),
+            "conv backward: weight length"
+        );
+        assert_eq!(
+            grad_out.len(),
+            self.n * self.out_len(),
+            "conv backward: grad length"
+        );
+    }
+
     /// Samples per group, stacked into one GEMM so that its width reaches a few hundred
     /// columns; groups are made equal in size (20 samples at 16 columns each: two groups of
     /// ten, not 16 + 4) so that they balance over the threads.

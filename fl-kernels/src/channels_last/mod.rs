@@ -29,14 +29,7 @@ use crate::types::{Epilogue, Geom};
 /// Forward convolution: `x` `[n, h, w, cin]`, `weight` `[cout, cin/groups, k, k]` →
 /// `[n, ho, wo, cout]`, then `epilogue` on every output channel if given.
 pub fn forward(g: &Geom, x: &[f32], weight: &[f32], epilogue: Option<&Epilogue<'_>>) -> Vec<f32> {
-    assert_eq!(x.len(), g.n * g.in_len(), "conv forward: input length");
-    assert_eq!(weight.len(), g.weight_len(), "conv forward: weight length");
-    if let Some(e) = epilogue {
-        assert!(
-            e.scale.len() == g.cout && e.shift.len() == g.cout,
-            "conv forward: epilogue length"
-        );
-    }
+    g.check_forward(x, weight, epilogue);
     if g.depthwise {
         depthwise::forward(g, x, weight, epilogue)
     } else if g.pointwise() {
@@ -58,13 +51,7 @@ pub fn backward(
     want_dx: bool,
     want_dw: bool,
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
-    assert_eq!(x.len(), g.n * g.in_len(), "conv backward: input length");
-    assert_eq!(weight.len(), g.weight_len(), "conv backward: weight length");
-    assert_eq!(
-        grad_out.len(),
-        g.n * g.out_len(),
-        "conv backward: grad length"
-    );
+    g.check_backward(x, weight, grad_out);
     if g.depthwise {
         depthwise::backward(g, x, weight, grad_out, want_dx, want_dw)
     } else if g.pointwise() {
@@ -107,7 +94,7 @@ fn to_channels_last(v: &[f32], c: usize, hw: usize) -> Cow<'_, [f32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{close, naive, to_channels_last as cl, to_planes as planes, values};
+    use crate::test_support::{check_conv, values};
 
     fn dense(n: usize, cin: usize, size: usize, cout: usize, k: usize, stride: usize) -> Geom {
         Geom {
@@ -136,25 +123,7 @@ mod tests {
             dense(2, 6, 9, 10, 3, 2),
         ];
         for (seed, g) in cases.into_iter().enumerate() {
-            let seed = seed as u64 * 11;
-            let (hw, ohw) = (g.h * g.w, g.ho() * g.wo());
-            let x = values(g.n * g.in_len(), seed + 1);
-            let w = values(g.weight_len(), seed + 2);
-            let go = values(g.n * g.out_len(), seed + 3);
-            let (out, dx, dw) = naive(&g, &x, &w, &go);
-            let (xl, gol) = (cl(&x, g.n, g.cin, hw), cl(&go, g.n, g.cout, ohw));
-            let y = forward(&g, &xl, &w, None);
-            close(&planes(&y, g.n, g.cout, ohw), &out, "y", &g);
-            for (want_dx, want_dw) in [(true, true), (true, false), (false, true)] {
-                let (gx, gw) = backward(&g, &xl, &w, &gol, want_dx, want_dw);
-                assert_eq!((gx.is_some(), gw.is_some()), (want_dx, want_dw));
-                if let Some(gx) = gx {
-                    close(&planes(&gx, g.n, g.cin, hw), &dx, "dx", &g);
-                }
-                if let Some(gw) = gw {
-                    close(&gw, &dw, "dw", &g);
-                }
-            }
+            check_conv(&g, seed as u64 * 11, Some(forward), backward, true);
         }
     }
 

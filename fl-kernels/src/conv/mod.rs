@@ -67,14 +67,7 @@ pub fn forward_fused(
     weight: &[f32],
     epilogue: Option<&Epilogue<'_>>,
 ) -> Vec<f32> {
-    assert_eq!(x.len(), g.n * g.in_len(), "conv forward: input length");
-    assert_eq!(weight.len(), g.weight_len(), "conv forward: weight length");
-    if let Some(e) = epilogue {
-        assert!(
-            e.scale.len() == g.cout && e.shift.len() == g.cout,
-            "conv forward: epilogue length"
-        );
-    }
+    g.check_forward(x, weight, epilogue);
     match path(g) {
         Path::DepthwiseNhwc => nhwc::forward(g, x, weight, epilogue),
         Path::DepthwisePlanar => planar::forward(g, x, weight, epilogue),
@@ -93,13 +86,7 @@ pub fn backward(
     want_dx: bool,
     want_dw: bool,
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
-    assert_eq!(x.len(), g.n * g.in_len(), "conv backward: input length");
-    assert_eq!(weight.len(), g.weight_len(), "conv backward: weight length");
-    assert_eq!(
-        grad_out.len(),
-        g.n * g.out_len(),
-        "conv backward: grad length"
-    );
+    g.check_backward(x, weight, grad_out);
     match path(g) {
         Path::DepthwiseNhwc => nhwc::backward(g, x, weight, grad_out, want_dx, want_dw),
         Path::DepthwisePlanar => planar::backward(g, x, weight, grad_out, want_dx, want_dw),

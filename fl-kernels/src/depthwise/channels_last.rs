@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use super::nhwc::transpose;
-use crate::scratch::{build, build_with, piece, take, with_local};
+use crate::scratch::{build, build_with, piece, sum_partials, take, with_local};
 use crate::simd::{epilogue_rows, wide};
 use crate::types::{Epilogue, Geom};
 
@@ -237,16 +237,9 @@ pub(crate) fn backward(
             (0..g.n).into_par_iter().map(|i| sample(i, None)).collect(),
         )
     };
-    let dw = want_dw.then(|| {
-        let mut sum = vec![0.0f32; kk * c];
-        for share in shares.into_iter().flatten() {
-            for (t, v) in sum.iter_mut().zip(&share) {
-                *t += *v;
-            }
-        }
-        // `[tap][channel]` back to the filters' `[channel][tap]`.
-        transpose(&sum, kk, c)
-    });
+    // The shares summed in sample order, `[tap][channel]` back to the filters'
+    // `[channel][tap]`.
+    let dw = want_dw.then(|| transpose(&sum_partials(shares, kk * c), kk, c));
     (dx, dw)
 }
 
@@ -299,11 +292,13 @@ fn sample_backward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{close, naive, to_channels_last, to_planes, values};
+    use crate::test_support::{check_conv, depthwise3x3};
 
-    /// 3 × 3 depthwise layers from 28 × 28 down to 2 × 2, stride 1 and 2, odd sizes.
-    fn geometries() -> Vec<Geom> {
-        [
+    /// Output and both gradients (together and each alone) against the f64 definition,
+    /// channels-last, on 3 × 3 layers from 28 × 28 down to 2 × 2, stride 1 and 2, odd sizes.
+    #[test]
+    fn matches_the_definition() {
+        let cases = [
             (2, 8, 28, 1),
             (2, 48, 28, 2),
             (3, 16, 7, 1),
@@ -311,62 +306,10 @@ mod tests {
             (2, 9, 2, 1),
             (3, 5, 5, 2),
             (2, 144, 4, 2),
-        ]
-        .into_iter()
-        .map(|(n, c, size, stride)| Geom {
-            n,
-            cin: c,
-            h: size,
-            w: size,
-            cout: c,
-            k: 3,
-            stride,
-            pad: 1,
-            depthwise: true,
-        })
-        .collect()
-    }
-
-    /// Output and both gradients (together and each alone) against the f64 definition,
-    /// laid out channels-last; 1e-5 relative to the largest value.
-    #[test]
-    fn matches_the_definition() {
-        for (seed, g) in geometries().into_iter().enumerate() {
-            let seed = seed as u64 * 7;
-            let x = values(g.n * g.in_len(), seed + 1);
-            let w = values(g.weight_len(), seed + 2);
-            let go = values(g.n * g.out_len(), seed + 3);
-            let (out, dx, dw) = naive(&g, &x, &w, &go);
-            let (xl, gol) = (
-                to_channels_last(&x, g.n, g.cin, g.h * g.w),
-                to_channels_last(&go, g.n, g.cout, g.ho() * g.wo()),
-            );
-            let ours = forward(&g, &xl, &w, None);
-            close(
-                &to_planes(&ours, g.n, g.cout, g.ho() * g.wo()),
-                &out,
-                "y",
-                &g,
-            );
-            let (gx, gw) = backward(&g, &xl, &w, &gol, true, true);
-            close(
-                &to_planes(&gx.unwrap(), g.n, g.cin, g.h * g.w),
-                &dx,
-                "dx",
-                &g,
-            );
-            close(&gw.unwrap(), &dw, "dw", &g);
-            let (none, gw) = backward(&g, &xl, &w, &gol, false, true);
-            assert!(none.is_none());
-            close(&gw.unwrap(), &dw, "dw alone", &g);
-            let (gx, none) = backward(&g, &xl, &w, &gol, true, false);
-            assert!(none.is_none());
-            close(
-                &to_planes(&gx.unwrap(), g.n, g.cin, g.h * g.w),
-                &dx,
-                "dx alone",
-                &g,
-            );
+        ];
+        for (seed, (n, c, size, stride)) in cases.into_iter().enumerate() {
+            let g = depthwise3x3(n, c, size, stride);
+            check_conv(&g, seed as u64 * 7, Some(forward), backward, true);
         }
     }
 }

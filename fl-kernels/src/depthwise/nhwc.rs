@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use crate::layout::{from_hwc, to_hwc};
-use crate::scratch::{build, build_with, piece, take, with_local};
+use crate::scratch::{build, build_with, piece, sum_partials, take, with_local};
 use crate::simd::wide;
 use crate::types::{Epilogue, Geom};
 
@@ -117,16 +117,9 @@ pub(crate) fn backward(
                 .collect(),
         )
     };
-    let dw = want_dw.then(|| {
-        let mut sum = vec![0.0f32; kk * c];
-        for share in shares.into_iter().flatten() {
-            for (t, v) in sum.iter_mut().zip(&share) {
-                *t += *v;
-            }
-        }
-        // `[tap][channel]` back to the filters' `[channel][tap]`.
-        transpose(&sum, kk, c)
-    });
+    // The shares summed in sample order, `[tap][channel]` back to the filters'
+    // `[channel][tap]`.
+    let dw = want_dw.then(|| transpose(&sum_partials(shares, kk * c), kk, c));
     (dx, dw)
 }
 
@@ -242,7 +235,7 @@ fn sample_backward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{close, naive, values};
+    use crate::test_support::{check_conv, depthwise3x3, values};
 
     /// 3 × 3 depthwise layers on small maps: stride 1 and 2, odd sizes, down to 2 × 2.
     fn geometries() -> Vec<Geom> {
@@ -254,17 +247,7 @@ mod tests {
             (3, 5, 4, 2),
         ]
         .into_iter()
-        .map(|(n, c, size, stride)| Geom {
-            n,
-            cin: c,
-            h: size,
-            w: size,
-            cout: c,
-            k: 3,
-            stride,
-            pad: 1,
-            depthwise: true,
-        })
+        .map(|(n, c, size, stride)| depthwise3x3(n, c, size, stride))
         .collect()
     }
 
@@ -289,20 +272,7 @@ mod tests {
     #[test]
     fn gradients_match_the_definition() {
         for (seed, g) in geometries().into_iter().enumerate() {
-            let n = g.n;
-            let x = values(n * g.in_len(), seed as u64 * 5 + 1);
-            let w = values(g.weight_len(), seed as u64 * 5 + 2);
-            let go = values(n * g.out_len(), seed as u64 * 5 + 3);
-            let (_, dx, dw) = naive(&g, &x, &w, &go);
-            let (gx, gw) = backward(&g, &x, &w, &go, true, true);
-            close(&gx.unwrap(), &dx, "dx", &g);
-            close(&gw.unwrap(), &dw, "dw", &g);
-            let (none, gw) = backward(&g, &x, &w, &go, false, true);
-            assert!(none.is_none());
-            close(&gw.unwrap(), &dw, "dw alone", &g);
-            let (gx, none) = backward(&g, &x, &w, &go, true, false);
-            assert!(none.is_none());
-            close(&gx.unwrap(), &dx, "dx alone", &g);
+            check_conv(&g, seed as u64 * 5, None, backward, false);
         }
     }
 }

@@ -320,12 +320,41 @@ mod tests {
             .init(device)
     }
 
-    /// Output, input gradient and weight gradient equal Burn's `Conv2d` on random inputs, for
-    /// the layer shapes the models use; tolerance 1e-5 relative to the largest value.
+    /// `(batch, c_in, c_out, size, kernel, stride, groups)`.
+    type Case = (usize, usize, usize, usize, usize, usize, usize);
+
+    /// [`conv2d`] in `layout` against Burn's `Conv2d` (its input and output turned into
+    /// `layout`): output, input gradient and weight gradient on random inputs, tolerance
+    /// 1e-5 relative to the largest value.
+    fn check_against_burn(cases: &[Case], layout: Layout) {
+        let device = crate::Backend::Flex.device().autodiff();
+        let to = |t: Tensor<4>| match layout {
+            Layout::Planar => t,
+            Layout::ChannelsLast => t.permute([0, 2, 3, 1]),
+        };
+        for &(n, cin, cout, size, k, stride, groups) in cases {
+            let conv = layer([cin, cout], k, stride, groups, &device);
+            let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device)
+                .require_grad();
+            let ours = conv2d(&conv, &to(x.clone()), layout).expect("flex autodiff is handled");
+            let theirs = to(conv.forward(x.clone()));
+            assert_eq!(ours.dims(), theirs.dims());
+            assert!(max_rel_diff(ours.clone(), theirs.clone()) < 1e-5);
+
+            let upstream = Tensor::<4>::random(ours.dims(), Distribution::Default, &device);
+            let g_ours = (ours * upstream.clone()).sum().backward();
+            let g_theirs = (theirs * upstream).sum().backward();
+            let dx = |g| x.grad(g).unwrap();
+            let dw = |g| conv.weight.val().grad(g).unwrap();
+            let what = format!("{layout:?} {cin}->{cout} k{k} s{stride} g{groups} at {size}");
+            assert!(max_rel_diff(dx(&g_ours), dx(&g_theirs)) < 1e-5, "dx {what}");
+            assert!(max_rel_diff(dw(&g_ours), dw(&g_theirs)) < 1e-5, "dw {what}");
+        }
+    }
+
+    /// Planar: the layer shapes the models use, and each dense algorithm.
     #[test]
     fn matches_burn_conv2d_forward_and_gradients() {
-        let device = crate::Backend::Flex.device().autodiff();
-        // (batch, c_in, c_out, size, kernel, stride, groups)
         let cases = [
             (3, 1, 8, 9, 3, 1, 1),
             (4, 6, 10, 8, 3, 2, 1),
@@ -340,39 +369,14 @@ mod tests {
             (2, 16, 16, 28, 3, 1, 1),
             (3, 5, 11, 21, 3, 1, 1),
         ];
-        for (n, cin, cout, size, k, stride, groups) in cases {
-            let conv = layer([cin, cout], k, stride, groups, &device);
-            let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device)
-                .require_grad();
-            let ours = conv2d(&conv, &x, Layout::Planar).expect("flex autodiff is handled");
-            let theirs = conv.forward(x.clone());
-            assert_eq!(ours.dims(), theirs.dims());
-            assert!(max_rel_diff(ours.clone(), theirs.clone()) < 1e-5);
-
-            let upstream = Tensor::<4>::random(ours.dims(), Distribution::Default, &device);
-            let g_ours = (ours * upstream.clone()).sum().backward();
-            let g_theirs = (theirs * upstream).sum().backward();
-            let dx = |g| x.grad(g).unwrap();
-            let dw = |g| conv.weight.val().grad(g).unwrap();
-            assert!(
-                max_rel_diff(dx(&g_ours), dx(&g_theirs)) < 1e-5,
-                "dx {cin}->{cout} k{k} s{stride} g{groups}"
-            );
-            assert!(
-                max_rel_diff(dw(&g_ours), dw(&g_theirs)) < 1e-5,
-                "dw {cin}->{cout} k{k} s{stride} g{groups}"
-            );
-        }
+        check_against_burn(&cases, Layout::Planar);
     }
 
-    /// Channels-last (`[n, h, w, c]` in and out) gives Burn's output and gradients turned
-    /// channels-last, for the layers MobileNet-V2 runs that way: its 1-channel stem, 1 × 1
-    /// expansions and projections (one GEMM piece and several), depthwise at stride 1 and
-    /// 2 on large and small maps; tolerance 1e-5 relative to the largest value.
+    /// Channels-last (`[n, h, w, c]` in and out), for the layers MobileNet-V2 runs that way:
+    /// its 1-channel stem, 1 × 1 expansions and projections (one GEMM piece and several),
+    /// depthwise at stride 1 and 2 on large and small maps.
     #[test]
     fn channels_last_matches_burn_conv2d() {
-        let device = crate::Backend::Flex.device().autodiff();
-        // (batch, c_in, c_out, size, kernel, stride, groups)
         let cases = [
             (3, 1, 8, 28, 3, 1, 1),
             (4, 8, 48, 28, 1, 1, 1),
@@ -381,26 +385,7 @@ mod tests {
             (2, 8, 8, 28, 3, 1, 8),
             (5, 144, 144, 4, 3, 2, 144),
         ];
-        let nhwc = |t: Tensor<4>| t.permute([0, 2, 3, 1]);
-        for (n, cin, cout, size, k, stride, groups) in cases {
-            let conv = layer([cin, cout], k, stride, groups, &device);
-            let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device)
-                .require_grad();
-            let ours = conv2d(&conv, &nhwc(x.clone()), Layout::ChannelsLast)
-                .expect("flex autodiff is handled");
-            let theirs = nhwc(conv.forward(x.clone()));
-            assert_eq!(ours.dims(), theirs.dims());
-            assert!(max_rel_diff(ours.clone(), theirs.clone()) < 1e-5);
-
-            let upstream = Tensor::<4>::random(ours.dims(), Distribution::Default, &device);
-            let g_ours = (ours * upstream.clone()).sum().backward();
-            let g_theirs = (theirs * upstream).sum().backward();
-            let dx = |g| x.grad(g).unwrap();
-            let dw = |g| conv.weight.val().grad(g).unwrap();
-            let what = format!("{cin}->{cout} k{k} s{stride} g{groups} at {size}");
-            assert!(max_rel_diff(dx(&g_ours), dx(&g_theirs)) < 1e-5, "dx {what}");
-            assert!(max_rel_diff(dw(&g_ours), dw(&g_theirs)) < 1e-5, "dw {what}");
-        }
+        check_against_burn(&cases, Layout::ChannelsLast);
     }
 
     /// Without autodiff (evaluation) the forward kernel runs and agrees with Burn.

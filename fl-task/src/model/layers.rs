@@ -130,6 +130,13 @@ impl ConvBn {
         {
             return y;
         }
+        // Burn's ops from here on are planar; a channels-last activation never gets here
+        // (`conv_op::handles` promised the kernels above).
+        debug_assert_eq!(
+            layout,
+            Layout::Planar,
+            "channels-last reached Burn's BatchNorm"
+        );
         let x = if batch_stats {
             batch_norm_train(&self.bn, x)
         } else {

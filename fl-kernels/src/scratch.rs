@@ -83,6 +83,28 @@ pub(crate) fn build_with<R: Send>(
     }
 }
 
+/// A backward pass cut into pieces: with `want_dx`, `f(i, Some(piece))` fills piece `i` of
+/// a `len`-long input gradient built as by [`build_with`]; without, `f(i, None)` runs for
+/// each of the `len / piece` pieces in parallel. Either way `f`'s results (its share of a
+/// weight gradient) come back in piece order, for [`sum_partials`].
+pub(crate) fn backward_pieces<R: Send>(
+    want_dx: bool,
+    len: usize,
+    piece: usize,
+    f: impl Fn(usize, Option<&mut [f32]>) -> R + Sync,
+) -> (Option<Vec<f32>>, Vec<R>) {
+    if want_dx {
+        let (dx, results) = build_with(len, piece, |i, d| f(i, Some(d)));
+        (Some(dx), results)
+    } else {
+        let pieces = len.div_ceil(piece);
+        (
+            None,
+            (0..pieces).into_par_iter().map(|i| f(i, None)).collect(),
+        )
+    }
+}
+
 /// Piece `i` of `data` cut into pieces of `len` (the last may be shorter): the input
 /// beside [`build`]'s piece `i`.
 pub(crate) fn piece(data: &[f32], i: usize, len: usize) -> &[f32] {

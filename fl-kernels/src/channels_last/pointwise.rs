@@ -11,10 +11,8 @@
 //! Pieces of [`ROWS`] pixels, fixed by the shape only: the weight gradient's per-piece
 //! shares are summed in piece order, so results do not depend on the thread count.
 
-use rayon::prelude::*;
-
 use crate::gemm::{Mat, matmul};
-use crate::scratch::{build, build_with, piece, sum_partials};
+use crate::scratch::{backward_pieces, build, piece, sum_partials};
 use crate::simd::epilogue_rows;
 use crate::types::{Epilogue, Geom};
 
@@ -88,18 +86,6 @@ pub(crate) fn backward(
         })
     };
     let pixels = g.n * g.h * g.w;
-    let (dx, partials) = if want_dx {
-        let (dx, partials) = build_with(pixels * cin, ROWS * cin, |i, d| share(i, Some(d)));
-        (Some(dx), partials)
-    } else {
-        let pieces = pixels.div_ceil(ROWS);
-        (
-            None,
-            (0..pieces)
-                .into_par_iter()
-                .map(|i| share(i, None))
-                .collect(),
-        )
-    };
+    let (dx, partials) = backward_pieces(want_dx, pixels * cin, ROWS * cin, share);
     (dx, want_dw.then(|| sum_partials(partials, cout * cin)))
 }

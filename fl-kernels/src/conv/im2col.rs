@@ -20,10 +20,8 @@
 
 use std::cell::RefCell;
 
-use rayon::prelude::*;
-
 use crate::gemm::{Mat, matmul};
-use crate::scratch::{build, build_with, piece, sum_partials, take, with_local};
+use crate::scratch::{backward_pieces, build, piece, sum_partials, take, with_local};
 use crate::simd::im2col as permute;
 use crate::types::{Epilogue, Geom};
 
@@ -287,27 +285,13 @@ pub(crate) fn backward(
     let group = g.group();
     let (xc, gc) = (group * g.in_len(), group * g.out_len());
     // Collected in group order, so the sum below is the same at any thread count.
-    let (dx, partials): (Option<Vec<f32>>, Vec<Option<Vec<f32>>>) = if want_dx {
-        let (dx, partials) = build_with(g.n * g.in_len(), xc, |i, dx| {
-            let (xs, gs) = (piece(x, i, xc), piece(grad_out, i, gc));
-            with_local(&SCRATCH, |scratch| {
-                backward_group(g, xs, weight, gs, Some(dx), want_dw, scratch)
-            })
-        });
-        (Some(dx), partials)
-    } else {
-        (
-            None,
-            x.par_chunks(xc)
-                .zip(grad_out.par_chunks(gc))
-                .map(|(xs, gs)| {
-                    with_local(&SCRATCH, |scratch| {
-                        backward_group(g, xs, weight, gs, None, want_dw, scratch)
-                    })
-                })
-                .collect(),
-        )
+    let group_grads = |i: usize, dx: Option<&mut [f32]>| {
+        let (xs, gs) = (piece(x, i, xc), piece(grad_out, i, gc));
+        with_local(&SCRATCH, |scratch| {
+            backward_group(g, xs, weight, gs, dx, want_dw, scratch)
+        })
     };
+    let (dx, partials) = backward_pieces(want_dx, g.n * g.in_len(), xc, group_grads);
     let dw = want_dw.then(|| sum_partials(partials, g.weight_len()));
     (dx, dw)
 }

@@ -15,10 +15,8 @@
 
 use std::cell::RefCell;
 
-use rayon::prelude::*;
-
 use super::nhwc::transpose;
-use crate::scratch::{build, build_with, piece, sum_partials, take, with_local};
+use crate::scratch::{backward_pieces, build, piece, sum_partials, take, with_local};
 use crate::simd::{epilogue_rows, wide};
 use crate::types::{Epilogue, Geom};
 
@@ -228,15 +226,7 @@ pub(crate) fn backward(
             sample_backward(g, &p, xs, &wt, gs, dx, want_dw, buf)
         })
     };
-    let (dx, shares): (Option<Vec<f32>>, Vec<Option<Vec<f32>>>) = if want_dx {
-        let (dx, shares) = build_with(g.n * g.in_len(), g.in_len(), |i, d| sample(i, Some(d)));
-        (Some(dx), shares)
-    } else {
-        (
-            None,
-            (0..g.n).into_par_iter().map(|i| sample(i, None)).collect(),
-        )
-    };
+    let (dx, shares) = backward_pieces(want_dx, g.n * g.in_len(), g.in_len(), sample);
     // The shares summed in sample order, `[tap][channel]` back to the filters'
     // `[channel][tap]`.
     let dw = want_dw.then(|| transpose(&sum_partials(shares, kk * c), kk, c));

@@ -14,10 +14,8 @@
 
 use std::cell::RefCell;
 
-use rayon::prelude::*;
-
 use crate::layout::{from_hwc, to_hwc};
-use crate::scratch::{build, build_with, piece, sum_partials, take, with_local};
+use crate::scratch::{backward_pieces, build, piece, sum_partials, take, with_local};
 use crate::simd::wide;
 use crate::types::{Epilogue, Geom};
 
@@ -96,27 +94,13 @@ pub(crate) fn backward(
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
     let (c, kk) = (g.cin, g.k * g.k);
     let wt = transpose(weight, c, kk);
-    let (dx, shares): (Option<Vec<f32>>, Vec<Option<Vec<f32>>>) = if want_dx {
-        let (dx, shares) = build_with(g.n * g.in_len(), g.in_len(), |i, d| {
-            let (xs, gs) = (piece(x, i, g.in_len()), piece(grad_out, i, g.out_len()));
-            with_local(&BUFFERS, |buf| {
-                sample_backward(g, xs, &wt, gs, Some(d), want_dw, buf)
-            })
-        });
-        (Some(dx), shares)
-    } else {
-        (
-            None,
-            x.par_chunks(g.in_len())
-                .zip(grad_out.par_chunks(g.out_len()))
-                .map(|(xs, gs)| {
-                    with_local(&BUFFERS, |buf| {
-                        sample_backward(g, xs, &wt, gs, None, want_dw, buf)
-                    })
-                })
-                .collect(),
-        )
+    let sample = |i: usize, dx: Option<&mut [f32]>| {
+        let (xs, gs) = (piece(x, i, g.in_len()), piece(grad_out, i, g.out_len()));
+        with_local(&BUFFERS, |buf| {
+            sample_backward(g, xs, &wt, gs, dx, want_dw, buf)
+        })
     };
+    let (dx, shares) = backward_pieces(want_dx, g.n * g.in_len(), g.in_len(), sample);
     // The shares summed in sample order, `[tap][channel]` back to the filters'
     // `[channel][tap]`.
     let dw = want_dw.then(|| transpose(&sum_partials(shares, kk * c), kk, c));

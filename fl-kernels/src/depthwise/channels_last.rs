@@ -125,6 +125,14 @@ pub(crate) fn forward(
     epilogue: Option<&Epilogue<'_>>,
 ) -> Vec<f32> {
     let (p, wt) = (Phases::of(g), tiled(g, weight));
+    if same_stride_one(g) {
+        return build(g.n * g.out_len(), g.out_len(), |i, out| {
+            same_runs(g, piece(x, i, g.in_len()), &wt, out);
+            if let Some(e) = epilogue {
+                epilogue_rows(e, out, g.cin);
+            }
+        });
+    }
     build(g.n * g.out_len(), g.out_len(), |i, out| {
         with_local(&BUFFERS, |buf| {
             let phases = take(&mut buf.phases, p.len());
@@ -192,6 +200,57 @@ fn same_stride_one(g: &Geom) -> bool {
     g.stride == 1 && 2 * g.pad + 1 == g.k
 }
 
+/// Where tap `(kh, kw)` meets output row `oh` of a [`same_stride_one`] layer, on the
+/// unbordered input: the input row, and the run's first output pixel, first input pixel
+/// and length in pixels (`None` if the tap falls wholly in the border).
+fn same_run(g: &Geom, oh: usize, kh: usize, kw: usize) -> Option<(usize, usize, usize, usize)> {
+    let iy = (oh + kh).checked_sub(g.pad).filter(|&iy| iy < g.h)?;
+    let (o0, i0) = (g.pad.saturating_sub(kw), kw.saturating_sub(g.pad));
+    let n = g.w.checked_sub(o0.max(i0)).filter(|&n| n > 0)?;
+    Some((iy, o0, i0, n))
+}
+
+wide! {
+    /// [`forward_runs`] for a [`same_stride_one`] layer straight off one unbordered sample
+    /// `[h][w][c]`: each tap's run is cut to the pixels whose input is inside the map, so
+    /// there are no phases to copy in. Per output row: zeros, then the taps added in
+    /// `(kh, kw)` order — the same sums as over the bordered input, less the border's
+    /// products, which are exact zeros.
+    fn same_runs(g: &Geom, xs: &[f32], wt: &[f32], out: &mut [f32]) {
+        let (k, c, len) = (g.k, g.cin, g.w * g.cin);
+        for (oh, o) in out.chunks_exact_mut(len).enumerate() {
+            o.fill(0.0);
+            for tap in 0..k * k {
+                let Some((iy, o0, i0, n)) = same_run(g, oh, tap / k, tap % k) else {
+                    continue;
+                };
+                let dst = &mut o[o0 * c..(o0 + n) * c];
+                let src = &xs[iy * len + i0 * c..iy * len + (i0 + n) * c];
+                let w = &wt[tap * len + o0 * c..tap * len + (o0 + n) * c];
+                dst.iter_mut().zip(src).zip(w).for_each(|((o, x), w)| *o += x * w);
+            }
+        }
+    }
+}
+
+wide! {
+    /// [`filter_runs`] for a [`same_stride_one`] layer, off the unbordered sample.
+    fn same_filter_runs(g: &Geom, xs: &[f32], gs: &[f32], acc: &mut [f32]) {
+        let (k, c, len) = (g.k, g.cin, g.w * g.cin);
+        for (oh, d) in gs.chunks_exact(len).enumerate() {
+            for (tap, a) in acc.chunks_exact_mut(len).enumerate() {
+                let Some((iy, o0, i0, n)) = same_run(g, oh, tap / k, tap % k) else {
+                    continue;
+                };
+                let a = &mut a[o0 * c..(o0 + n) * c];
+                let src = &xs[iy * len + i0 * c..iy * len + (i0 + n) * c];
+                let d = &d[o0 * c..(o0 + n) * c];
+                a.iter_mut().zip(src).zip(d).for_each(|((a, x), d)| *a += x * d);
+            }
+        }
+    }
+}
+
 /// Each channel's `kk` taps in reverse order (the filter rotated by 180°).
 fn flipped(weight: &[f32], kk: usize) -> Vec<f32> {
     weight
@@ -250,12 +309,17 @@ fn sample_backward(
     let Buffers { phases, acc } = buf;
     // One buffer serves the input's phases (filter gradient, taken first) and then the
     // input gradient's.
-    let phases = take(phases, p.len());
+    let same = same_stride_one(g);
+    let phases = take(phases, if same { 0 } else { p.len() });
     let share = want_dw.then(|| {
-        split(g, p, xs, phases);
         let acc = take(acc, kk * len);
         acc.fill(0.0);
-        filter_runs(g, p, phases, gs, acc);
+        if same {
+            same_filter_runs(g, xs, gs, acc);
+        } else {
+            split(g, p, xs, phases);
+            filter_runs(g, p, phases, gs, acc);
+        }
         // Each tap's run summed over the row's pixels, per channel.
         let mut share = vec![0.0f32; kk * c];
         for (s, a) in share.chunks_exact_mut(c).zip(acc.chunks_exact(len)) {
@@ -266,10 +330,9 @@ fn sample_backward(
         share
     });
     if let Some(dx) = dx {
-        if same_stride_one(g) {
+        if same {
             // `wt` holds the flipped filters; the output gradient is the input's shape.
-            split(g, p, gs, phases);
-            forward_runs(g, p, phases, wt, dx);
+            same_runs(g, gs, wt, dx);
         } else {
             phases.fill(0.0);
             input_runs(g, p, gs, wt, phases);

@@ -96,6 +96,17 @@ impl<'a> SampleView<'a> {
         self.labels.is_empty()
     }
 
+    /// Samples `range` of the view, in stored order.
+    ///
+    /// # Panics
+    /// If `range` reaches past the view's end.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> SampleView<'a> {
+        SampleView {
+            images: &self.images[range.start * IMAGE_PIXELS..range.end * IMAGE_PIXELS],
+            labels: &self.labels[range],
+        }
+    }
+
     /// Gather the samples at `idx` into a batch.
     pub fn gather(&self, idx: &[usize]) -> Batch {
         let mut images = Vec::with_capacity(idx.len() * IMAGE_PIXELS);

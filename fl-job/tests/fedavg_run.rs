@@ -92,6 +92,44 @@ fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
     assert_eq!(a.test_samples, 24);
 }
 
+/// On lanes the evaluation set is cut into parts scored side by side: the same hits as in
+/// one piece (BatchNorm uses running statistics, sample by sample), the mean loss equal but
+/// for the grouping of its sums.
+#[test]
+fn the_evaluation_in_parts_on_lanes_scores_as_in_one_piece() {
+    let d = data(6);
+    let cfg = FedAvgConfig {
+        model: TINY_RESNET,
+        rounds: 1,
+        participants: 3,
+        train: TrainConfig {
+            batch_size: 5,
+            ..Default::default()
+        },
+        // 24 samples in batches of 4: three parts of 8 on 3 lanes.
+        eval_samples: 24,
+        eval_batch: 4,
+        ..Default::default()
+    };
+    let run = |lanes| {
+        let _rng = common::rng_lock();
+        run_fedavg(&d, "synthetic", &cfg, lanes, |_, _| {})
+            .unwrap()
+            .1
+    };
+    let (one, three) = (run(1), run(3));
+    for (a, b) in one.rounds.iter().zip(&three.rounds) {
+        assert_eq!(a.accuracy, b.accuracy, "round {}", a.round);
+        assert!(
+            (a.loss - b.loss).abs() <= 1e-12 * a.loss.abs(),
+            "round {}: {} vs {}",
+            a.round,
+            a.loss,
+            b.loss
+        );
+    }
+}
+
 /// With `bn_calibration` the run draws its calibration set after the evaluation set (the
 /// two disjoint, recorded for a replay), re-estimates every round's statistics, and refuses
 /// a set the test parts cannot hold.

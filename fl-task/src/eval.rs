@@ -19,6 +19,25 @@ pub struct EvalStats {
     pub loss: f64,
 }
 
+impl EvalStats {
+    /// The metrics of disjoint sample sets evaluated apart, combined as one evaluation of
+    /// all of them: hits and losses weighted by each part's samples, added in part order.
+    pub fn combine(parts: &[EvalStats]) -> EvalStats {
+        let n: usize = parts.iter().map(|p| p.samples).sum();
+        let (mut hits, mut loss) = (0.0f64, 0.0f64);
+        for p in parts.iter().filter(|p| p.samples > 0) {
+            // `accuracy` is hits / samples: the count comes back exactly.
+            hits += (p.accuracy * p.samples as f64).round();
+            loss += p.loss * p.samples as f64;
+        }
+        EvalStats {
+            samples: n,
+            accuracy: if n > 0 { hits / n as f64 } else { f64::NAN },
+            loss: if n > 0 { loss / n as f64 } else { f64::NAN },
+        }
+    }
+}
+
 /// The evaluation batch when a task leaves it to us (`batch_size` 0): 50 samples on a pool
 /// of one thread (a round's evaluations run one per thread, on lanes), 200 on a larger one.
 ///
@@ -83,5 +102,36 @@ pub fn evaluate(
             f64::NAN
         },
         loss: if n > 0 { loss_sum / n as f64 } else { f64::NAN },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combined_parts_count_every_hit_and_weight_losses_by_samples() {
+        let parts = [
+            EvalStats {
+                samples: 3,
+                accuracy: 2.0 / 3.0,
+                loss: 1.5,
+            },
+            EvalStats {
+                samples: 0,
+                accuracy: f64::NAN,
+                loss: f64::NAN,
+            },
+            EvalStats {
+                samples: 7,
+                accuracy: 5.0 / 7.0,
+                loss: 0.5,
+            },
+        ];
+        let all = EvalStats::combine(&parts);
+        assert_eq!(all.samples, 10);
+        assert_eq!(all.accuracy, 0.7);
+        assert!((all.loss - 0.8).abs() < 1e-15);
+        assert!(EvalStats::combine(&[]).accuracy.is_nan());
     }
 }

@@ -210,3 +210,79 @@ fn same_bits_on_any_thread_count() {
         assert!(g.dx.is_none());
     }
 }
+
+/// Times statistics, forward and backward of MobileNet-V2 ×0.25's BatchNorms (channels-last,
+/// batch 20) on the current pool; a benchmark, not a check. Run with
+/// `RAYON_NUM_THREADS=1 cargo test --release -p fl-kernels bn_times -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bn_times() {
+    crate::heap::keep_freed_memory();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    pool.install(bn_times_on_one_thread);
+}
+
+fn bn_times_on_one_thread() {
+    // (count in the network, channels, pixels, activation)
+    let layers = [
+        (2, 8, 784, Act::Relu6),
+        (1, 8, 784, Act::None),
+        (1, 48, 784, Act::Relu6),
+        (4, 48, 196, Act::Relu6),
+        (2, 8, 196, Act::None),
+        (4, 48, 49, Act::Relu6),
+        (3, 8, 49, Act::None),
+        (1, 48, 16, Act::Relu6),
+        (7, 96, 16, Act::Relu6),
+        (4, 16, 16, Act::None),
+        (5, 144, 16, Act::Relu6),
+        (3, 24, 16, Act::None),
+        (1, 144, 4, Act::Relu6),
+        (5, 240, 4, Act::Relu6),
+        (3, 40, 4, Act::None),
+        (1, 80, 4, Act::None),
+        (1, 1280, 4, Act::Relu6),
+    ];
+    let reps = 50;
+    let mut total = [0.0f64; 3];
+    for (count, c, hw, act) in layers {
+        let s = BnShape {
+            n: 20,
+            c,
+            hw,
+            channels_last: true,
+        };
+        let [x, gamma, beta, dy] = inputs(&s, 3);
+        let (mean, var) = statistics(&s, &x);
+        let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + 1e-5).sqrt()).collect();
+        let y = forward(&s, &x, &mean, &inv, &gamma, &beta, act);
+        let mut t = [0.0f64; 3];
+        for _ in 0..reps {
+            let a = std::time::Instant::now();
+            std::hint::black_box(statistics(&s, &x));
+            let b = std::time::Instant::now();
+            std::hint::black_box(forward(&s, &x, &mean, &inv, &gamma, &beta, act));
+            let c2 = std::time::Instant::now();
+            std::hint::black_box(backward(&s, &x, &y, &dy, &mean, &inv, &gamma, act, true));
+            let d = std::time::Instant::now();
+            t[0] += (b - a).as_secs_f64();
+            t[1] += (c2 - b).as_secs_f64();
+            t[2] += (d - c2).as_secs_f64();
+        }
+        let ms = t.map(|v| v * 1e3 / reps as f64);
+        println!(
+            "{count} × {c:4} @ {hw:3}: stats {:.3} forward {:.3} backward {:.3} ms",
+            ms[0], ms[1], ms[2]
+        );
+        for i in 0..3 {
+            total[i] += ms[i] * count as f64;
+        }
+    }
+    println!(
+        "per step: stats {:.2} forward {:.2} backward {:.2} ms",
+        total[0], total[1], total[2]
+    );
+}

@@ -79,26 +79,32 @@ fn train_steps(
         cfg.local_epochs
     };
     let (mut steps, mut samples, mut loss_sum, mut last_loss) = (0, 0, 0.0, f64::NAN);
-    'epochs: for epoch in 0..epochs {
-        for batch in data.batches(cfg.batch_size, Some(cfg.seed.wrapping_add(epoch as u64))) {
-            if steps >= max_steps {
-                break 'epochs;
+    // BatchNorm running statistics move as plain values during the steps and are written
+    // into the model at the end (`model/running.rs`).
+    let (model, running) = crate::model::collecting_running_stats(|| {
+        'epochs: for epoch in 0..epochs {
+            for batch in data.batches(cfg.batch_size, Some(cfg.seed.wrapping_add(epoch as u64))) {
+                if steps >= max_steps {
+                    break 'epochs;
+                }
+                let (images, labels) = batch.to_tensors(&ad);
+                let (stepped, value) = on_worker(|| {
+                    let loss = loss_fn.forward(model.forward(images), labels);
+                    let value: f64 = loss.clone().into_scalar::<f32>().into();
+                    let grads = GradientsParams::from_grads(loss.backward(), &model);
+                    (optim.step(cfg.lr, model, grads), value)
+                });
+                model = stepped;
+                steps += 1;
+                samples += batch.len();
+                loss_sum += value * batch.len() as f64;
+                last_loss = value;
+                on_step(steps, value);
             }
-            let (images, labels) = batch.to_tensors(&ad);
-            let (stepped, value) = on_worker(|| {
-                let loss = loss_fn.forward(model.forward(images), labels);
-                let value: f64 = loss.clone().into_scalar::<f32>().into();
-                let grads = GradientsParams::from_grads(loss.backward(), &model);
-                (optim.step(cfg.lr, model, grads), value)
-            });
-            model = stepped;
-            steps += 1;
-            samples += batch.len();
-            loss_sum += value * batch.len() as f64;
-            last_loss = value;
-            on_step(steps, value);
         }
-    }
+        model
+    });
+    let model = running.apply(model);
     let stats = TrainStats {
         steps,
         samples,

@@ -22,6 +22,7 @@ use burn::tensor::{Device, Tensor, s};
 
 use super::bn_op;
 use super::conv_op::{self, Layout};
+use super::running;
 
 pub(crate) use fl_kernels::Act;
 
@@ -241,27 +242,10 @@ pub(crate) fn with_bn_momentum<R>(momentum: f64, f: impl FnOnce() -> R) -> R {
 }
 
 /// Moves the running statistics towards this batch's mean and biased variance by the
-/// layer's momentum, as `BatchNorm::forward` does in training (the same `f32` arithmetic:
-/// `running · (1 − m) + batch · m`). On plain slices rather than as tensor ops: four tracked
-/// ops and their allocations per layer and step were 3 % of a MobileNet-V2 ×0.25 training
-/// step (perf, 2026-12-07).
+/// layer's momentum (or the one [`with_bn_momentum`] set), as `BatchNorm::forward` does in
+/// training; kept as plain values while a training runs (`running.rs`).
 fn update_running(bn: &BatchNorm, mean: &[f32], var: &[f32]) {
-    let m = MOMENTUM.get().unwrap_or(bn.momentum);
-    let (keep, take) = ((1.0 - m) as f32, m as f32);
-    for (state, batch) in [(&bn.running_mean, mean), (&bn.running_var, var)] {
-        let old = state.value_sync();
-        let device = old.device();
-        let old: Vec<f32> = old
-            .into_data()
-            .try_to_vec::<f32>()
-            .expect("BatchNorm running statistics are f32");
-        let new: Vec<f32> = old
-            .iter()
-            .zip(batch)
-            .map(|(o, b)| o * keep + b * take)
-            .collect();
-        state.update(Tensor::<1>::from_floats(new.as_slice(), &device));
-    }
+    running::update(bn, MOMENTUM.get().unwrap_or(bn.momentum), mean, var);
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The models a job can train, named by [`ModelKind`] (architecture + width).
 //!
 //! - `resnet.rs`, `mobilenet.rs`: the architectures; `layers.rs`: conv + BatchNorm (+ act);
-//!   `cost.rs`: a model's forward multiply-accumulates, from which device time follows.
+//!   `cost.rs`: a model's forward multiply-accumulates, from which device time follows;
+//!   `running.rs`: BatchNorm running statistics kept as plain values while a training runs.
 //! - On the `flex` CPU backend the layers run on the fl-kernels crate's CPU kernels
 //!   (switch: [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops
 //!   around them (and BatchNorm's own arithmetic). Results do not depend on the thread
@@ -13,6 +14,7 @@ mod cost;
 mod layers;
 mod mobilenet;
 mod resnet;
+mod running;
 
 use std::fmt;
 use std::str::FromStr;
@@ -30,6 +32,7 @@ pub use conv_op::{cpu_kernels, set_cpu_kernels};
 /// The instruction set the CPU kernels run (`avx512`, `avx2`, `neon` or `scalar`).
 pub use fl_kernels::isa::name as kernel_isa;
 pub(crate) use layers::with_bn_momentum;
+pub(crate) use running::collecting as collecting_running_stats;
 
 use crate::error::FlError;
 

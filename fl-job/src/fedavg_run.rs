@@ -231,7 +231,9 @@ fn score_on_lanes(
 ///
 /// `lanes` local trainings run side by side, each wholly on one thread (`fl_task::lanes`; 0 =
 /// as many as rayon's pool has threads); with 1 they run one after another, each with its
-/// kernels over the whole pool (the results are the same bytes either way). The rest of the run on one thread of rayon's pool. BatchNorm's
+/// kernels over the whole pool (the results are the same bytes either way); the evaluation
+/// set is scored in parts on the same lanes ([`score_on_lanes`]). The rest of the run on one
+/// thread of rayon's pool. BatchNorm's
 /// running statistics are Burn `RunningState`s, which keep one pending update per thread and
 /// average the pending values of all threads when read: steps that landed on different
 /// threads lost or averaged updates, and the result depended on the thread schedule. On one

@@ -25,20 +25,28 @@ fn data(n: usize) -> Femnist {
     d
 }
 
-#[test]
-fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
-    let d = data(6);
-    let cfg = FedAvgConfig {
+/// A tiny ResNet's run of `rounds` rounds of `participants` writers, batches of 5, scored
+/// on 10 held-out samples.
+fn tiny(rounds: u32, participants: usize) -> FedAvgConfig {
+    FedAvgConfig {
         model: TINY_RESNET,
-        rounds: 2,
-        participants: 3,
+        rounds,
+        participants,
         train: TrainConfig {
             batch_size: 5,
             ..Default::default()
         },
-        seed: 5,
         eval_samples: 10,
         ..Default::default()
+    }
+}
+
+#[test]
+fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
+    let d = data(6);
+    let cfg = FedAvgConfig {
+        seed: 5,
+        ..tiny(2, 3)
     };
     // One after another (1 lane), then side by side on 3 lanes: the same bytes every round.
     let (mut wa, mut wb) = (Vec::new(), Vec::new());
@@ -99,17 +107,10 @@ fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
 fn the_evaluation_in_parts_on_lanes_scores_as_in_one_piece() {
     let d = data(6);
     let cfg = FedAvgConfig {
-        model: TINY_RESNET,
-        rounds: 1,
-        participants: 3,
-        train: TrainConfig {
-            batch_size: 5,
-            ..Default::default()
-        },
         // 24 samples in batches of 4: three parts of 8 on 3 lanes.
         eval_samples: 24,
         eval_batch: 4,
-        ..Default::default()
+        ..tiny(1, 3)
     };
     let run = |lanes| {
         let _rng = common::rng_lock();
@@ -137,16 +138,8 @@ fn the_evaluation_in_parts_on_lanes_scores_as_in_one_piece() {
 fn a_run_with_calibration_records_its_held_out_samples() {
     let d = data(6);
     let cfg = FedAvgConfig {
-        model: TINY_RESNET,
-        rounds: 1,
-        participants: 2,
-        train: TrainConfig {
-            batch_size: 5,
-            ..Default::default()
-        },
-        eval_samples: 10,
         bn_calibration: 8,
-        ..Default::default()
+        ..tiny(1, 2)
     };
     let (_, plain) = {
         let _rng = common::rng_lock();

@@ -7,8 +7,10 @@
 //! samples/s on one rayon thread and 2,465–2,900 on two, while two one-thread trainings
 //! side by side (`taskset -c 0` / `-c 1`) did 1,818 + 2,096 = 3,914. A larger batch does not
 //! close that gap (2,269 samples/s at batch 200 on one thread, MobileNet-V2 ×0.25 646 against
-//! 627): the time is in the kernels' per-sample work, not in per-step overhead, so the lever
-//! is keeping every core on its own training.
+//! 627; on 2026-12-07, with faster kernels, batch 200 was 6–16 % *slower* per sample than
+//! batch 20): the time is in the kernels' per-sample work, not in per-step overhead, so the
+//! lever is keeping every core on its own training rather than stacking trainings into
+//! bigger steps.
 //!
 //! Each lane is a rayon pool of one thread: the kernels' parallel loops (`par_iter`,
 //! `rayon::scope`) run in place on it, so a lane never steals another lane's work or spins

@@ -184,8 +184,10 @@ struct FedavgArgs {
     #[arg(long)]
     save_rounds: bool,
     /// Local trainings run side by side, each on one thread with its kernels serial
-    /// (0 = one per rayon thread, `RAYON_NUM_THREADS`); 1 trains the participants one after
-    /// another, each with its kernels over all threads. The results are the same bytes.
+    /// (0 = one per rayon thread, `RAYON_NUM_THREADS`), and the evaluation set is scored in
+    /// parts on them; 1 trains the participants one after another, each with its kernels
+    /// over all threads. The weights are the same bytes (the mean evaluation loss may
+    /// differ in its last bits).
     #[arg(long, default_value_t = 0)]
     lanes: usize,
 }

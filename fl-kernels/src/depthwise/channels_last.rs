@@ -94,9 +94,23 @@ fn split(g: &Geom, p: &Phases, xs: &[f32], out: &mut [f32]) {
             out[at..at + row.len()].copy_from_slice(row);
             continue;
         }
-        for (x, px) in row.chunks_exact(c).enumerate() {
-            let at = p.at(y + g.pad, x + g.pad);
-            out[at..at + c].copy_from_slice(px);
+        // The row's pixels of one phase column are every `s`-th pixel from `x0`, and lie
+        // side by side in that phase: one strided gather each.
+        for x0 in 0..p.s.min(g.w) {
+            let at = p.at(y + g.pad, x0 + g.pad);
+            let count = (g.w - x0).div_ceil(p.s);
+            gather(&mut out[at..at + count * c], &row[x0 * c..], c, p.s);
+        }
+    }
+}
+
+wide! {
+    /// `dst`'s pixels (runs of `c`) from every `step`-th pixel of `src`. Element loops, not
+    /// `copy_from_slice`: a `memcpy` call per 8–48-value pixel was most of the copy's time.
+    fn gather(dst: &mut [f32], src: &[f32], c: usize, step: usize) {
+        for (k, d) in dst.chunks_exact_mut(c).enumerate() {
+            let s = &src[k * step * c..k * step * c + c];
+            d.iter_mut().zip(s).for_each(|(d, &v)| *d = v);
         }
     }
 }
@@ -110,9 +124,20 @@ fn join(g: &Geom, p: &Phases, phases: &[f32], dx: &mut [f32]) {
             row.copy_from_slice(&phases[at..at + row.len()]);
             continue;
         }
-        for (x, px) in row.chunks_exact_mut(c).enumerate() {
-            let at = p.at(y + g.pad, x + g.pad);
-            px.copy_from_slice(&phases[at..at + c]);
+        for x0 in 0..p.s.min(g.w) {
+            let at = p.at(y + g.pad, x0 + g.pad);
+            let count = (g.w - x0).div_ceil(p.s);
+            scatter(&mut row[x0 * c..], &phases[at..at + count * c], c, p.s);
+        }
+    }
+}
+
+wide! {
+    /// Every `step`-th pixel of `dst` (runs of `c`) from `src`'s pixels: [`gather`]'s inverse.
+    fn scatter(dst: &mut [f32], src: &[f32], c: usize, step: usize) {
+        for (k, s) in src.chunks_exact(c).enumerate() {
+            let d = &mut dst[k * step * c..k * step * c + c];
+            d.iter_mut().zip(s).for_each(|(d, &v)| *d = v);
         }
     }
 }

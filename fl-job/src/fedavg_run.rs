@@ -211,9 +211,9 @@ fn score_on_lanes(
     if lanes <= 1 || data.len() <= 1 {
         return task.evaluate(weights, data);
     }
-    // On a lane (one thread) an unset batch is `auto_eval_batch`'s 50.
+    // On a lane (one thread) an unset batch is `auto_eval_batch`'s.
     let batch = match task.eval_batch {
-        0 => 50,
+        0 => fl_task::LANE_EVAL_BATCH,
         b => b,
     };
     let part = data.len().div_ceil(lanes).div_ceil(batch) * batch;

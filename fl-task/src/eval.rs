@@ -38,6 +38,9 @@ impl EvalStats {
     }
 }
 
+/// [`auto_eval_batch`] on a pool of one thread (a lane).
+pub const LANE_EVAL_BATCH: usize = 50;
+
 /// The evaluation batch when a task leaves it to us (`batch_size` 0): 50 samples on a pool
 /// of one thread (a round's evaluations run one per thread, on lanes), 200 on a larger one.
 ///
@@ -51,7 +54,7 @@ impl EvalStats {
 /// normalises with the running statistics, sample by sample).
 pub fn auto_eval_batch() -> usize {
     if rayon::current_num_threads() == 1 {
-        50
+        LANE_EVAL_BATCH
     } else {
         200
     }

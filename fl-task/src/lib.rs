@@ -43,7 +43,7 @@ pub use backend::Backend;
 pub use calibrate::{CALIBRATION_BATCH, recalibrate_bn};
 pub use config::TrainConfig;
 pub use error::FlError;
-pub use eval::{EvalStats, auto_eval_batch, evaluate};
+pub use eval::{EvalStats, LANE_EVAL_BATCH, auto_eval_batch, evaluate};
 pub use fedavg::fedavg;
 pub use model::{Model, ModelKind, cpu_kernels, set_cpu_kernels};
 pub use tensors::{NamedTensor, read_shapes, read_tensors, trainable_params, write_tensors};

@@ -39,9 +39,11 @@ pub(crate) fn collecting<R>(f: impl FnOnce() -> R) -> (R, Pending) {
             PENDING.set(self.0.take());
         }
     }
-    let mut restore = Restore(PENDING.replace(Some(HashMap::new())));
+    // An enclosing scope's values come back when this one ends, also if `f` panics.
+    let restore = Restore(PENDING.replace(Some(HashMap::new())));
     let out = f();
-    let kept = PENDING.replace(restore.0.take()).unwrap_or_default();
+    let kept = PENDING.take().unwrap_or_default();
+    drop(restore);
     (out, Pending(kept))
 }
 
@@ -54,18 +56,16 @@ pub(crate) fn update(bn: &BatchNorm, momentum: f64, mean: &[f32], var: &[f32]) {
             .zip(batch)
             .for_each(|(o, b)| *o = *o * keep + b * take);
     };
-    let kept = PENDING.with_borrow_mut(|pending| {
-        let pending = pending.as_mut()?;
-        for (state, batch) in [(&bn.running_mean, mean), (&bn.running_var, var)] {
+    for (state, batch) in [(&bn.running_mean, mean), (&bn.running_var, var)] {
+        let kept = PENDING.with_borrow_mut(|pending| {
             let values = pending
+                .as_mut()?
                 .entry(id_of(state))
                 .or_insert_with(|| values_of(state));
             blend(values, batch);
-        }
-        Some(())
-    });
-    if kept.is_none() {
-        for (state, batch) in [(&bn.running_mean, mean), (&bn.running_var, var)] {
+            Some(())
+        });
+        if kept.is_none() {
             let mut values = values_of(state);
             blend(&mut values, batch);
             let device = state.value().device();
@@ -161,5 +161,29 @@ mod tests {
         update(&kept, 0.1, &[0.0; 3], &[1.0; 3]);
         assert_ne!(stats(&kept), stats(&direct));
         let _ = kept.valid();
+    }
+
+    /// A scope inside another keeps its own values, and the outer one's survive it.
+    #[test]
+    fn nested_scopes_keep_their_own_values() {
+        let device = crate::Backend::Flex.device().autodiff();
+        let (outer_bn, inner_bn) = (
+            BatchNormConfig::new(2).init(&device),
+            BatchNormConfig::new(2).init(&device),
+        );
+        let ((((), inner), ()), outer) = collecting(|| {
+            update(&outer_bn, 0.5, &[1.0, 1.0], &[2.0, 2.0]);
+            let kept = collecting(|| update(&inner_bn, 0.5, &[3.0, 3.0], &[4.0, 4.0]));
+            update(&outer_bn, 0.5, &[1.0, 1.0], &[2.0, 2.0]);
+            (kept, ())
+        });
+        assert_eq!(inner.0.len(), 2, "the inner scope's mean and variance");
+        assert_eq!(
+            outer.0.len(),
+            2,
+            "the outer scope's, updated on both sides of it"
+        );
+        let outer_bn = outer.apply(outer_bn);
+        assert_eq!(stats(&outer_bn)[0], vec![0.75, 0.75]);
     }
 }

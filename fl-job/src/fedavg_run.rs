@@ -52,6 +52,11 @@ pub struct FedAvgConfig {
     /// (the default) keeps FedAvg's averaged statistics.
     #[serde(default)]
     pub bn_calibration: usize,
+    /// Train each round's participants as one computation (`FlTask::train_round_together`)
+    /// instead of side by side on lanes. The same updates (bit for bit on the CPU kernels);
+    /// there it is slower (`fl-job/TRAINING.md`, "Client-batched training").
+    #[serde(default)]
+    pub stack_clients: bool,
 }
 
 impl Default for FedAvgConfig {
@@ -68,6 +73,7 @@ impl Default for FedAvgConfig {
             eval_seed: 0,
             eval_batch: 0,
             bn_calibration: 0,
+            stack_clients: false,
         }
     }
 }
@@ -315,7 +321,16 @@ fn run_on_one_thread(
                 round - 1,
             )
         };
-        let trained: Vec<_> = if lanes == 1 {
+        let trained: Vec<_> = if cfg.stack_clients {
+            let clients: Vec<_> = picked
+                .iter()
+                .map(|&w| (data.train[w].view(), local_seed(cfg.seed, round, w)))
+                .collect();
+            task.train_round_together(&global, &clients, round - 1)?
+                .into_iter()
+                .map(Ok)
+                .collect()
+        } else if lanes == 1 {
             (0..picked.len()).map(train).collect()
         } else {
             let sizes: Vec<usize> = picked.iter().map(|&w| data.train[w].len()).collect();

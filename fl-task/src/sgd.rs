@@ -77,7 +77,7 @@ impl FusedSgd {
     }
 
     /// The step as tensor ops, for backends other than flex (Burn's `Sgd`, op for op).
-    fn step_tensors<const D: usize>(
+    pub(crate) fn step_tensors<const D: usize>(
         &self,
         lr: f32,
         tensor: Tensor<D>,

@@ -190,6 +190,12 @@ struct FedavgArgs {
     /// differ in its last bits).
     #[arg(long, default_value_t = 0)]
     lanes: usize,
+    /// Train each round's participants as one computation (every layer grouped by client)
+    /// instead of on lanes: the same updates bit for bit on the CPU kernels, for
+    /// backends where a step's cost is per operation (a GPU). On the CPU kernels it is
+    /// slower (fl-job/TRAINING.md, "Client-batched training").
+    #[arg(long)]
+    stack_clients: bool,
 }
 
 fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
@@ -213,6 +219,7 @@ fn run_fedavg(a: FedavgArgs) -> anyhow::Result<()> {
         eval_samples: a.eval_samples,
         eval_seed: a.eval_seed,
         bn_calibration: a.bn_calibration,
+        stack_clients: a.stack_clients,
         ..Default::default()
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;

@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use fl_kernels::{Act, Epilogue, Geom};
 use fl_kernels::{channels_last, conv};
 
+use super::by_client;
+
 static CPU_KERNELS: AtomicBool = AtomicBool::new(true);
 
 /// Chooses, for the whole process, whether the models' convolutions and training-mode
@@ -80,7 +82,10 @@ pub(crate) fn on_flex(x: &Tensor<4>) -> bool {
 /// Whether [`conv2d`] and the BatchNorm ops of `bn_op` run for this layer and input: the
 /// kernels are on, `x` is on `flex`, and the geometry is one they handle.
 pub(crate) fn handles(conv: &Conv2d, x: &Tensor<4>, layout: Layout) -> bool {
-    cpu_kernels() && geometry(conv, layout.nchw(x.dims())).is_some() && on_flex(x)
+    let dims = layout.nchw(x.dims());
+    cpu_kernels()
+        && (geometry(conv, dims).is_some() || client_geometry(conv, dims).is_some())
+        && on_flex(x)
 }
 
 fn kernel_forward(
@@ -103,27 +108,76 @@ pub(crate) fn conv2d(conv: &Conv2d, x: &Tensor<4>, layout: Layout) -> Option<Ten
     if !cpu_kernels() {
         return None;
     }
-    let geom = geometry(conv, layout.nchw(x.dims()))?;
-    let weight = conv.weight.val();
+    match geometry(conv, layout.nchw(x.dims())) {
+        Some(geom) => run(geom, 1, x, conv.weight.val(), layout),
+        None => grouped_by_client(conv, x, layout),
+    }
+}
+
+/// A convolution grouped by client (`model/stacked.rs`: `groups` networks side by side,
+/// each group of channels one client's layer), each group on the dense kernel its client's
+/// lone layer runs (`by_client.rs`). `None` where a group is not a dense convolution the
+/// kernels handle.
+fn grouped_by_client(conv: &Conv2d, x: &Tensor<4>, layout: Layout) -> Option<Tensor<4>> {
+    let geom = client_geometry(conv, layout.nchw(x.dims()))?;
+    run(geom, conv.groups, x, conv.weight.val(), layout)
+}
+
+/// One client's dense geometry of a convolution grouped by client, if it is one.
+fn client_geometry(conv: &Conv2d, [n, cin, h, w]: [usize; 4]) -> Option<Geom> {
+    let groups = conv.groups;
+    let [cout, cin_per, kh, kw] = conv.weight.shape().dims();
+    if groups <= 1 || cin != groups * cin_per || cout % groups != 0 {
+        return None;
+    }
+    geometry_of(
+        conv,
+        [cout / groups, cin_per, kh, kw],
+        1,
+        [n, cin_per, h, w],
+    )
+}
+
+/// `clients` convolutions of geometry `geom` side by side on the kernels (1: a lone dense
+/// or depthwise layer), tracked by autodiff where `x` or `weight` is.
+fn run(
+    geom: Geom,
+    clients: usize,
+    x: &Tensor<4>,
+    weight: Tensor<4>,
+    layout: Layout,
+) -> Option<Tensor<4>> {
     if let (Ok(xp), Ok(wp)) = (
         x.clone().try_into_primitive::<FlexAd>(),
         weight.clone().try_into_primitive::<FlexAd>(),
     ) {
         return Some(Tensor::from_primitive::<FlexAd>(conv_autodiff(
-            xp, wp, geom, layout,
+            xp,
+            wp,
+            (geom, clients),
+            layout,
         )));
     }
     if let (Ok(xp), Ok(wp)) = (
         x.clone().try_into_primitive::<Flex>(),
         weight.try_into_primitive::<Flex>(),
     ) {
-        let out = kernel_forward(&geom, layout, &slice(&xp), &slice(&wp), None);
+        let out = forward_on(&geom, clients, layout, &slice(&xp), &slice(&wp));
         return Some(Tensor::from_primitive::<Flex>(flex_tensor(
             out,
-            &out_shape(&geom, layout),
+            &out_shape(&geom, clients, layout),
         )));
     }
     None
+}
+
+/// The forward kernel of `clients` convolutions of geometry `geom` side by side.
+fn forward_on(geom: &Geom, clients: usize, layout: Layout, x: &[f32], w: &[f32]) -> Vec<f32> {
+    if clients == 1 {
+        kernel_forward(geom, layout, x, w, None)
+    } else {
+        by_client::forward(geom, clients, layout, x, w)
+    }
 }
 
 /// Evaluation-mode `act(bn(conv(x)))` in one kernel pass on plain `Flex`: BatchNorm's
@@ -173,14 +227,23 @@ pub(crate) fn conv_bn_act_eval(
     let out = kernel_forward(&geom, layout, &slice(&xp), &slice(&wp), Some(&epilogue));
     Some(Tensor::from_primitive::<Flex>(flex_tensor(
         out,
-        &out_shape(&geom, layout),
+        &out_shape(&geom, 1, layout),
     )))
 }
 
 /// The kernels' geometry for this layer and input, if they handle it: no bias, no dilation,
 /// square kernel, equal strides, symmetric explicit padding, dense or depthwise.
-fn geometry(conv: &Conv2d, [n, cin, h, w]: [usize; 4]) -> Option<Geom> {
-    let [cout, cin_per, kh, kw] = conv.weight.shape().dims();
+fn geometry(conv: &Conv2d, x: [usize; 4]) -> Option<Geom> {
+    geometry_of(conv, conv.weight.shape().dims(), conv.groups, x)
+}
+
+/// [`geometry`] with the weight's dims and the groups given (one group of a grouped layer).
+fn geometry_of(
+    conv: &Conv2d,
+    [cout, cin_per, kh, kw]: [usize; 4],
+    groups: usize,
+    [n, cin, h, w]: [usize; 4],
+) -> Option<Geom> {
     let pad = match conv.padding {
         PaddingConfig2d::Explicit(top, left, bottom, right)
             if top == left && left == bottom && bottom == right =>
@@ -190,7 +253,7 @@ fn geometry(conv: &Conv2d, [n, cin, h, w]: [usize; 4]) -> Option<Geom> {
         PaddingConfig2d::Valid => 0,
         _ => return None,
     };
-    let depthwise = conv.groups > 1;
+    let depthwise = groups > 1;
     let supported = conv.bias.is_none()
         && conv.dilation == [1, 1]
         && kh == kw
@@ -199,9 +262,9 @@ fn geometry(conv: &Conv2d, [n, cin, h, w]: [usize; 4]) -> Option<Geom> {
         && h + 2 * pad >= kh
         && w + 2 * pad >= kw
         && if depthwise {
-            conv.groups == cin && cout == cin && cin_per == 1
+            groups == cin && cout == cin && cin_per == 1
         } else {
-            conv.groups == 1 && cin_per == cin
+            cin_per == cin
         };
     supported.then_some(Geom {
         n,
@@ -216,8 +279,8 @@ fn geometry(conv: &Conv2d, [n, cin, h, w]: [usize; 4]) -> Option<Geom> {
     })
 }
 
-fn out_shape(g: &Geom, layout: Layout) -> [usize; 4] {
-    layout.dims([g.n, g.cout, g.ho(), g.wo()])
+fn out_shape(g: &Geom, clients: usize, layout: Layout) -> [usize; 4] {
+    layout.dims([g.n, clients * g.cout, g.ho(), g.wo()])
 }
 
 /// A contiguous `f32` copy-free view of a flex tensor (copied only if it is strided).
@@ -243,8 +306,9 @@ pub(crate) fn flex_tensor(values: Vec<f32>, shape: &[usize]) -> FlexTensor {
 struct ConvBackward;
 
 impl Backward<Flex, 2> for ConvBackward {
-    /// Input, weight (both flex primitives, shared, not copied), the geometry and layout.
-    type State = (FlexTensor, FlexTensor, Geom, Layout);
+    /// Input, weight (both flex primitives, shared, not copied), one client's geometry and
+    /// the clients side by side, and the layout.
+    type State = (FlexTensor, FlexTensor, (Geom, usize), Layout);
 
     fn backward(
         self,
@@ -254,20 +318,21 @@ impl Backward<Flex, 2> for ConvBackward {
     ) {
         let [node_x, node_w] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
-        let (x, w, geom, layout) = ops.state;
+        let (x, w, (geom, clients), layout) = ops.state;
         let (x, w, grad) = (slice(&x), slice(&w), slice(&grad));
-        let (want_dx, want_dw) = (node_x.is_some(), node_w.is_some());
+        let want = (node_x.is_some(), node_w.is_some());
         let (dx, dw) = match layout {
-            Layout::Planar => conv::backward(&geom, &x, &w, &grad, want_dx, want_dw),
-            Layout::ChannelsLast => channels_last::backward(&geom, &x, &w, &grad, want_dx, want_dw),
+            _ if clients > 1 => by_client::backward(&geom, clients, layout, (&x, &w, &grad), want),
+            Layout::Planar => conv::backward(&geom, &x, &w, &grad, want.0, want.1),
+            Layout::ChannelsLast => channels_last::backward(&geom, &x, &w, &grad, want.0, want.1),
         };
         if let (Some(node), Some(dx)) = (node_x, dx) {
-            let shape = layout.dims([geom.n, geom.cin, geom.h, geom.w]);
+            let shape = layout.dims([geom.n, clients * geom.cin, geom.h, geom.w]);
             grads.register::<Flex>(node.id, flex_tensor(dx, &shape));
         }
         if let (Some(node), Some(dw)) = (node_w, dw) {
             let cin_per = if geom.depthwise { 1 } else { geom.cin };
-            let shape = [geom.cout, cin_per, geom.k, geom.k];
+            let shape = [clients * geom.cout, cin_per, geom.k, geom.k];
             grads.register::<Flex>(node.id, flex_tensor(dw, &shape));
         }
     }
@@ -276,7 +341,7 @@ impl Backward<Flex, 2> for ConvBackward {
 fn conv_autodiff(
     x: burn::backend::tensor::FloatTensor<FlexAd>,
     w: burn::backend::tensor::FloatTensor<FlexAd>,
-    geom: Geom,
+    (geom, clients): (Geom, usize),
     layout: Layout,
 ) -> burn::backend::tensor::FloatTensor<FlexAd> {
     let prep = ConvBackward
@@ -284,10 +349,10 @@ fn conv_autodiff(
         .compute_bound()
         .stateful();
     let (xp, wp) = (x.into_primitive(), w.into_primitive());
-    let out = kernel_forward(&geom, layout, &slice(&xp), &slice(&wp), None);
-    let out = flex_tensor(out, &out_shape(&geom, layout));
+    let out = forward_on(&geom, clients, layout, &slice(&xp), &slice(&wp));
+    let out = flex_tensor(out, &out_shape(&geom, clients, layout));
     match prep {
-        OpsKind::Tracked(prep) => prep.finish((xp, wp, geom, layout), out),
+        OpsKind::Tracked(prep) => prep.finish((xp, wp, (geom, clients), layout), out),
         OpsKind::UnTracked(prep) => prep.finish(out),
     }
 }
@@ -368,6 +433,9 @@ mod tests {
             // Direct 3 × 3 (`conv_direct::applies`; where the CPU has AVX-512).
             (2, 16, 16, 28, 3, 1, 1),
             (3, 5, 11, 21, 3, 1, 1),
+            // Grouped by client (`by_client.rs`): 3 × 3 and a 1 × 1 stride-2 shortcut.
+            (3, 6, 8, 9, 3, 1, 2),
+            (2, 6, 9, 7, 1, 2, 3),
         ];
         check_against_burn(&cases, Layout::Planar);
     }
@@ -384,6 +452,9 @@ mod tests {
             (3, 48, 48, 28, 3, 2, 48),
             (2, 8, 8, 28, 3, 1, 8),
             (5, 144, 144, 4, 3, 2, 144),
+            // Grouped by client (`by_client.rs`).
+            (3, 6, 8, 9, 3, 1, 2),
+            (2, 6, 9, 7, 1, 1, 3),
         ];
         check_against_burn(&cases, Layout::ChannelsLast);
     }
@@ -460,11 +531,19 @@ mod tests {
         let with_bias = Conv2dConfig::new([2, 2], [3, 3]).init(&device);
         let x = Tensor::<4>::zeros([1, 2, 5, 5], &device);
         assert!(conv2d(&with_bias, &x, Layout::Planar).is_none());
-        let grouped = Conv2dConfig::new([4, 4], [3, 3])
+        let odd = Conv2dConfig::new([4, 6], [3, 3])
             .with_groups(2)
             .with_bias(false)
             .init(&device);
-        let x = Tensor::<4>::zeros([1, 4, 5, 5], &device);
-        assert!(conv2d(&grouped, &x, Layout::Planar).is_none());
+        let x = Tensor::<4>::zeros([1, 5, 5, 4], &device);
+        assert!(
+            conv2d(&odd, &x, Layout::ChannelsLast).is_some(),
+            "grouped by client"
+        );
+        let x = Tensor::<4>::zeros([1, 6, 5, 5], &device);
+        assert!(
+            conv2d(&odd, &x, Layout::Planar).is_none(),
+            "channels not in whole groups"
+        );
     }
 }

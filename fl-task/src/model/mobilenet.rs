@@ -70,17 +70,26 @@ pub struct InvertedResidual {
 }
 
 impl InvertedResidual {
-    fn new(cin: usize, cout: usize, stride: usize, t: usize, device: &Device) -> Self {
-        let hidden = cin * t;
+    /// `cin → cout` channels of each of `clients` networks side by side (grouped
+    /// convolutions, `model/stacked.rs`); one client is the plain block.
+    fn new(
+        [cin, cout]: [usize; 2],
+        stride: usize,
+        t: usize,
+        clients: usize,
+        device: &Device,
+    ) -> Self {
+        let (k, hidden) = (clients, cin * t);
+        let [i, h, o] = [cin, hidden, cout].map(|c| k * c);
         Self {
-            expand: (t != 1).then(|| conv_bn([cin, hidden], 1, 1, 1, Act::Relu6, device)),
-            depthwise: conv_bn([hidden, hidden], 3, stride, hidden, Act::Relu6, device),
-            project: conv_bn([hidden, cout], 1, 1, 1, Act::None, device),
+            expand: (t != 1).then(|| conv_bn([i, h], 1, 1, k, Act::Relu6, device)),
+            depthwise: conv_bn([h, h], 3, stride, h, Act::Relu6, device),
+            project: conv_bn([h, o], 1, 1, k, Act::None, device),
             residual: stride == 1 && cin == cout,
         }
     }
 
-    fn forward(&self, x: Tensor<4>, layout: Layout) -> Tensor<4> {
+    pub(super) fn forward(&self, x: Tensor<4>, layout: Layout) -> Tensor<4> {
         let h = match &self.expand {
             Some(e) => e.forward_in(x.clone(), layout),
             None => x.clone(),
@@ -105,17 +114,7 @@ pub struct MobileNetV2 {
 impl MobileNetV2 {
     /// A freshly initialised MobileNet-V2 with width multiplier `width` and `classes` outputs.
     pub fn new(width: f64, classes: usize, device: &Device) -> Self {
-        let mut cin = scaled(32, width);
-        let stem = conv_bn([1, cin], 3, 1, 1, Act::Relu6, device);
-        let mut blocks = Vec::new();
-        for (t, c, n, s) in STAGES {
-            let cout = scaled(c, width);
-            for i in 0..n {
-                let stride = if i == 0 { s } else { 1 };
-                blocks.push(InvertedResidual::new(cin, cout, stride, t, device));
-                cin = cout;
-            }
-        }
+        let (stem, blocks, cin) = body(width, 1, device);
         let last = scaled(1280, width.max(1.0));
         let mut classifier = LinearConfig::new(last, classes)
             .with_initializer(Initializer::Normal {
@@ -127,7 +126,7 @@ impl MobileNetV2 {
         Self {
             stem,
             blocks,
-            head: conv_bn([cin, last], 1, 1, 1, Act::Relu6, device),
+            head: head(cin, last, 1, device),
             pool: AdaptiveAvgPool2dConfig::new([1, 1]).init(),
             classifier,
         }
@@ -169,6 +168,40 @@ impl MobileNetV2 {
         let pooled = x.reshape([n, h * w, c]).mean_dim(1).reshape([n, c]);
         self.classifier.forward(pooled)
     }
+}
+
+/// The stem and the inverted-residual blocks of `clients` MobileNet-V2s of width `width` side
+/// by side, and the last block's channels of one of them.
+pub(super) fn body(
+    width: f64,
+    clients: usize,
+    device: &Device,
+) -> (ConvBn, Vec<InvertedResidual>, usize) {
+    let k = clients;
+    let mut cin = scaled(32, width);
+    let stem = conv_bn([k, k * cin], 3, 1, k, Act::Relu6, device);
+    let mut blocks = Vec::new();
+    for (t, c, n, s) in STAGES {
+        let cout = scaled(c, width);
+        for i in 0..n {
+            let stride = if i == 0 { s } else { 1 };
+            blocks.push(InvertedResidual::new([cin, cout], stride, t, k, device));
+            cin = cout;
+        }
+    }
+    (stem, blocks, cin)
+}
+
+/// The 1 × 1 head convolution `cin → last` of `clients` networks side by side.
+pub(super) fn head(cin: usize, last: usize, clients: usize, device: &Device) -> ConvBn {
+    conv_bn(
+        [clients * cin, clients * last],
+        1,
+        1,
+        clients,
+        Act::Relu6,
+        device,
+    )
 }
 
 #[cfg(test)]

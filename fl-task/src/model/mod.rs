@@ -3,18 +3,23 @@
 //! - `resnet.rs`, `mobilenet.rs`: the architectures; `layers.rs`: conv + BatchNorm (+ act);
 //!   `cost.rs`: a model's forward multiply-accumulates, from which device time follows;
 //!   `running.rs`: BatchNorm running statistics kept as plain values while a training runs.
+//! - `stacked.rs`: several clients' networks as one of grouped layers, which
+//!   `crate::stacked` trains as one computation; `by_client.rs` runs such a grouped layer
+//!   on the kernels as each client's own dense layer.
 //! - On the `flex` CPU backend the layers run on the fl-kernels crate's CPU kernels
 //!   (switch: [`set_cpu_kernels`]): `conv_op.rs` and `bn_op.rs` are the Burn autodiff ops
 //!   around them (and BatchNorm's own arithmetic). Results do not depend on the thread
 //!   count. Why and how fast: `fl-job/TRAINING.md`.
 
 mod bn_op;
+mod by_client;
 mod conv_op;
 mod cost;
 mod layers;
 mod mobilenet;
 mod resnet;
 mod running;
+mod stacked;
 
 use std::fmt;
 use std::str::FromStr;
@@ -25,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use mobilenet::{InvertedResidual, MobileNetV2};
 pub use resnet::{BasicBlock, ResNet};
+pub use stacked::{Stacked, StackedMobileNet, StackedResNet};
 
 /// Also used by the fused SGD step (`crate::sgd`).
 pub(crate) use conv_op::flex_tensor;

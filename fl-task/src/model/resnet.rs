@@ -20,17 +20,20 @@ pub struct BasicBlock {
 }
 
 impl BasicBlock {
-    fn new(cin: usize, cout: usize, stride: usize, device: &Device) -> Self {
+    /// `cin → cout` channels of each of `clients` networks side by side (grouped
+    /// convolutions, `model/stacked.rs`); one client is the plain block.
+    fn new(cin: usize, cout: usize, stride: usize, clients: usize, device: &Device) -> Self {
+        let (k, i, o) = (clients, clients * cin, clients * cout);
         let shortcut = (stride != 1 || cin != cout)
-            .then(|| ConvBn::new([cin, cout], 1, stride, 1, Act::None, device));
+            .then(|| ConvBn::new([i, o], 1, stride, k, Act::None, device));
         Self {
-            conv1: ConvBn::new([cin, cout], 3, stride, 1, Act::Relu, device),
-            conv2: ConvBn::new([cout, cout], 3, 1, 1, Act::None, device),
+            conv1: ConvBn::new([i, o], 3, stride, k, Act::Relu, device),
+            conv2: ConvBn::new([o, o], 3, 1, k, Act::None, device),
             shortcut,
         }
     }
 
-    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+    pub(super) fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let skip = match &self.shortcut {
             Some(s) => s.forward(x.clone()),
             None => x.clone(),
@@ -51,20 +54,12 @@ pub struct ResNet {
 impl ResNet {
     /// A freshly initialised ResNet-18 with base width `base` and `classes` outputs.
     pub fn new(base: usize, classes: usize, device: &Device) -> Self {
-        let stem = ConvBn::new([1, base], 3, 1, 1, Act::Relu, device);
-        let mut blocks = Vec::new();
-        let mut cin = base;
-        for (stage, stride) in [1, 2, 2, 2].into_iter().enumerate() {
-            let cout = base << stage;
-            blocks.push(BasicBlock::new(cin, cout, stride, device));
-            blocks.push(BasicBlock::new(cout, cout, 1, device));
-            cin = cout;
-        }
+        let (stem, blocks, width) = body(base, 1, device);
         Self {
             stem,
             blocks,
             pool: AdaptiveAvgPool2dConfig::new([1, 1]).init(),
-            fc: LinearConfig::new(cin, classes).init(device),
+            fc: LinearConfig::new(width, classes).init(device),
         }
     }
 
@@ -76,4 +71,24 @@ impl ResNet {
         }
         self.fc.forward(self.pool.forward(x).flatten(1, 3))
     }
+}
+
+/// The stem and the eight blocks of `clients` ResNet-18s of base width `base` side by side,
+/// and the last stage's width of one of them.
+pub(super) fn body(
+    base: usize,
+    clients: usize,
+    device: &Device,
+) -> (ConvBn, Vec<BasicBlock>, usize) {
+    let k = clients;
+    let stem = ConvBn::new([k, k * base], 3, 1, k, Act::Relu, device);
+    let mut blocks = Vec::new();
+    let mut cin = base;
+    for (stage, stride) in [1, 2, 2, 2].into_iter().enumerate() {
+        let cout = base << stage;
+        blocks.push(BasicBlock::new(cin, cout, stride, k, device));
+        blocks.push(BasicBlock::new(cout, cout, 1, k, device));
+        cin = cout;
+    }
+    (stem, blocks, cin)
 }

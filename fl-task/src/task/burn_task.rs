@@ -8,6 +8,7 @@ use crate::config::TrainConfig;
 use crate::error::FlError;
 use crate::eval::{EvalStats, evaluate};
 use crate::model::ModelKind;
+use crate::stacked::{StackedClient, train_stacked};
 use crate::tensors::{NamedTensor, read_tensors, write_tensors};
 use crate::train::train_local;
 use crate::weights;
@@ -88,6 +89,39 @@ impl FlTask for BurnTask {
             samples: data.labels.len() as u64,
             loss: stats.mean_loss,
         })
+    }
+
+    fn train_round_together(
+        &self,
+        global: &[u8],
+        clients: &[(SampleView<'_>, u64)],
+        round: u32,
+    ) -> Result<Vec<LocalUpdate>, FlError> {
+        let device = self.device();
+        let model = weights::load(self.kind, global, &device)?;
+        let cfgs: Vec<TrainConfig> = clients
+            .iter()
+            .map(|&(_, seed)| TrainConfig {
+                seed,
+                ..self.train.for_round(round)
+            })
+            .collect();
+        let stacked: Vec<StackedClient<'_>> = clients
+            .iter()
+            .zip(&cfgs)
+            .map(|(&(data, _), cfg)| StackedClient { data, cfg })
+            .collect();
+        train_stacked(&model, self.kind, &stacked, &device)?
+            .into_iter()
+            .zip(clients)
+            .map(|((model, stats), (data, _))| {
+                Ok(LocalUpdate {
+                    weights: weights::to_bytes(self.kind, &model)?,
+                    samples: data.labels.len() as u64,
+                    loss: stats.mean_loss,
+                })
+            })
+            .collect()
     }
 
     fn evaluate(&self, w: &[u8], data: SampleView<'_>) -> Result<EvalStats, FlError> {

@@ -77,6 +77,24 @@ pub trait FlTask: Send + Sync {
         self.train(global, data, seed)
     }
 
+    /// Local training of several clients of round `round` from the same global weights,
+    /// each with its data and seed; results in input order, each as
+    /// [`FlTask::train_round`] would give it. Drivers call this where a
+    /// round's clients are known together (`fl-job fedavg --stack-clients`). Default: one
+    /// after another; the built-in tasks train them as one computation
+    /// ([`crate::train_stacked`]).
+    fn train_round_together(
+        &self,
+        global: &[u8],
+        clients: &[(SampleView<'_>, u64)],
+        round: u32,
+    ) -> Result<Vec<LocalUpdate>, FlError> {
+        clients
+            .iter()
+            .map(|&(data, seed)| self.train_round(global, data, seed, round))
+            .collect()
+    }
+
     /// Evaluation of weights on held-out data.
     fn evaluate(&self, weights: &[u8], data: SampleView<'_>) -> Result<EvalStats, FlError>;
 

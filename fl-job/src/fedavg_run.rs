@@ -19,7 +19,7 @@ use fl_task::NamedTensor;
 use fl_task::TrainConfig;
 use fl_task::lanes;
 use fl_task::model::ModelKind;
-use fl_task::task::{BurnTask, FlTask, ServerState};
+use fl_task::task::{BurnTask, FlTask, LocalUpdate, ServerState};
 use fl_task::{EvalStats, FlError};
 
 /// Version of the JSON this module writes ([`FedAvgReport`]).
@@ -255,6 +255,41 @@ pub fn run_fedavg(
     rayon::scope(|_| run_on_one_thread(data, data_dir, cfg, lanes, on_round))
 }
 
+/// Round `round`'s local trainings of the writers `picked` from `global`, in draw order:
+/// side by side, one per lane (`fl_task::lanes`), the largest first — each the same
+/// computation as alone — or all as one computation (`stack_clients`).
+fn train_round(
+    task: &BurnTask,
+    data: &Femnist,
+    cfg: &FedAvgConfig,
+    (global, round): (&[u8], u32),
+    picked: &[usize],
+    lanes: usize,
+) -> Result<Vec<LocalUpdate>, FlError> {
+    // Rounds count from 1 here and from 0 at the manager, whose numbering `lr_decay`
+    // follows.
+    let seed = |w: usize| local_seed(cfg.seed, round, w);
+    if cfg.stack_clients {
+        let clients: Vec<_> = picked
+            .iter()
+            .map(|&w| (data.train[w].view(), seed(w)))
+            .collect();
+        return task.train_round_together(global, &clients, round - 1);
+    }
+    let train = |i: usize| {
+        let w = picked[i];
+        task.train_round(global, data.train[w].view(), seed(w), round - 1)
+    };
+    if lanes == 1 {
+        (0..picked.len()).map(train).collect()
+    } else {
+        let sizes: Vec<usize> = picked.iter().map(|&w| data.train[w].len()).collect();
+        lanes::map_largest_first(lanes, &sizes, train)
+            .into_iter()
+            .collect()
+    }
+}
+
 fn run_on_one_thread(
     data: &Femnist,
     data_dir: &str,
@@ -307,39 +342,10 @@ fn run_on_one_thread(
             let w = picked[0];
             first_shuffle = shuffled_indices(data.train[w].len(), local_seed(cfg.seed, round, w));
         }
-        // The participants train side by side, one per lane (`fl_task::lanes`), the largest
-        // first; each training is the same computation as alone, and the updates are
-        // aggregated in draw order.
-        let train = |i: usize| {
-            let w = picked[i];
-            // Rounds count from 1 here and from 0 at the manager, whose numbering
-            // `lr_decay` follows.
-            task.train_round(
-                &global,
-                data.train[w].view(),
-                local_seed(cfg.seed, round, w),
-                round - 1,
-            )
-        };
-        let trained: Vec<_> = if cfg.stack_clients {
-            let clients: Vec<_> = picked
-                .iter()
-                .map(|&w| (data.train[w].view(), local_seed(cfg.seed, round, w)))
-                .collect();
-            task.train_round_together(&global, &clients, round - 1)?
-                .into_iter()
-                .map(Ok)
-                .collect()
-        } else if lanes == 1 {
-            (0..picked.len()).map(train).collect()
-        } else {
-            let sizes: Vec<usize> = picked.iter().map(|&w| data.train[w].len()).collect();
-            lanes::map_largest_first(lanes, &sizes, train)
-        };
+        let trained = train_round(&task, data, cfg, (&global, round), &picked, lanes)?;
         let mut updates = Vec::with_capacity(picked.len());
         let mut who = Vec::with_capacity(picked.len());
         for (&w, up) in picked.iter().zip(trained) {
-            let up = up?;
             who.push(Participant {
                 writer: data.train[w].id.clone(),
                 samples: up.samples,

@@ -15,6 +15,8 @@
 //! - [`model`]: the architectures and their Burn autodiff ops over fl-kernels
 //!   (`model/conv_op.rs`, `model/bn_op.rs`); what a model costs per sample.
 //! - `train.rs` ([`train_local`]: cross-entropy and SGD, `sgd.rs` its fused step),
+//!   `stacked.rs` ([`train_stacked`]: a round's clients as one network, bit for bit their
+//!   lone trainings on the CPU kernels),
 //!   `eval.rs` ([`evaluate`]), `fedavg.rs` ([`fedavg`]), [`weights`] (bytes that travel),
 //!   `tensors.rs` (named tensors, for aggregation), `config.rs` ([`TrainConfig`]),
 //!   `calibrate.rs` ([`recalibrate_bn`]: BatchNorm statistics of averaged weights).

@@ -279,67 +279,22 @@ impl Trainer {
             .or_insert_with(|| Stacked::new(self.kind, k, &self.ad).train())
             .clone();
         let values: Vec<Tensor<1>> = (0..plan.tensors.len())
-            .map(|i| {
-                Tensor::cat(
-                    members.iter().map(|&m| runs[m].values[i].clone()).collect(),
-                    0,
-                )
-            })
+            .map(|i| stack(runs, members, |r| &r.values[i]))
             .collect();
-        let on_ad: Vec<Tensor<1>> = values.iter().map(|t| t.clone().autodiff()).collect();
-        let net = net.map(&mut Load(on_ad.into_iter()));
-        let (images, labels): (Vec<_>, Vec<_>) = members
-            .iter()
-            .map(|&m| runs[m].batches[step].to_tensors(&self.ad))
-            .unzip();
-        let loss_fn = CrossEntropyLossConfig::new().init(&self.ad);
-        let (out, running) = crate::model::collecting_running_stats(|| {
-            let logits = net.forward(Tensor::cat(images, 1));
-            let losses: Vec<Tensor<1>> = labels
-                .into_iter()
-                .enumerate()
-                .map(|(j, l)| {
-                    let b = l.dims()[0];
-                    let z = logits
-                        .clone()
-                        .narrow(0, j, 1)
-                        .reshape([b, crate::model::NUM_CLASSES]);
-                    loss_fn.forward(z, l)
-                })
-                .collect();
-            let values: Vec<f64> = losses
-                .iter()
-                .map(|l| l.clone().into_scalar::<f32>().into())
-                .collect();
-            let total = Tensor::cat(losses, 0).sum();
-            (values, GradientsParams::from_grads(total.backward(), &net))
-        });
-        let (losses, mut grads) = out;
-        let net = running.apply(net);
-        let mut read = Read {
-            grads: &mut grads,
-            out: Vec::new(),
-        };
-        net.visit(&mut read);
-        let results = read.out;
+        let tracked: Vec<Tensor<1>> = values.iter().map(|t| t.clone().autodiff()).collect();
+        let net = net.map(&mut Load(tracked.into_iter()));
+        let batches: Vec<&Batch> = members.iter().map(|&m| &runs[m].batches[step]).collect();
+        let (losses, results) = self.forward_backward(net, &batches);
         for (i, (value, &(n, trained))) in values.into_iter().zip(&plan.tensors).enumerate() {
             let now = results[i].clone();
             let (new, velocity) = if trained {
-                let v = Tensor::cat(
-                    members
-                        .iter()
-                        .map(|&m| runs[m].velocity[i].clone())
-                        .collect(),
-                    0,
-                );
-                let (p, v) = self.sgd.step_tensors(self.lr, value, now, Some(v));
-                (p, v)
+                let v = stack(runs, members, |r| &r.velocity[i]);
+                self.sgd.step_tensors(self.lr, value, now, Some(v))
             } else {
                 (now, None)
             };
-            for (j, (&m, t)) in members.iter().zip(new.chunk(k, 0)).enumerate() {
-                debug_assert_eq!(t.dims()[0], n);
-                runs[m].values[i] = t;
+            for (j, &m) in members.iter().enumerate() {
+                runs[m].values[i] = new.clone().narrow(0, j * n, n);
                 if let Some(v) = &velocity {
                     runs[m].velocity[i] = v.clone().narrow(0, j * n, n);
                 }
@@ -354,6 +309,46 @@ impl Trainer {
         }
         Ok(())
     }
+
+    /// One forward and backward pass of `net` (its clients' weights loaded) on the clients'
+    /// `batches`: each client's loss, and per float tensor in visiting order a trained
+    /// tensor's gradient or a running statistic's new value, flat.
+    fn forward_backward(&self, net: Stacked, batches: &[&Batch]) -> (Vec<f64>, Vec<Tensor<1>>) {
+        let (images, labels): (Vec<_>, Vec<_>) =
+            batches.iter().map(|b| b.to_tensors(&self.ad)).unzip();
+        let loss_fn = CrossEntropyLossConfig::new().init(&self.ad);
+        let ((losses, mut grads), running) = crate::model::collecting_running_stats(|| {
+            let logits = net.forward(Tensor::cat(images, 1));
+            let losses: Vec<Tensor<1>> = labels
+                .into_iter()
+                .enumerate()
+                .map(|(j, l)| {
+                    let z = logits
+                        .clone()
+                        .narrow(0, j, 1)
+                        .reshape([l.dims()[0], crate::model::NUM_CLASSES]);
+                    loss_fn.forward(z, l)
+                })
+                .collect();
+            let values: Vec<f64> = losses
+                .iter()
+                .map(|l| l.clone().into_scalar::<f32>().into())
+                .collect();
+            let total = Tensor::cat(losses, 0).sum();
+            (values, GradientsParams::from_grads(total.backward(), &net))
+        });
+        let mut read = Read {
+            grads: &mut grads,
+            out: Vec::new(),
+        };
+        running.apply(net).visit(&mut read);
+        (losses, read.out)
+    }
+}
+
+/// The `members`' tensors picked by `f`, concatenated in member order.
+fn stack(runs: &[Run], members: &[usize], f: impl Fn(&Run) -> &Tensor<1>) -> Tensor<1> {
+    Tensor::cat(members.iter().map(|&m| f(&runs[m]).clone()).collect(), 0)
 }
 
 /// Writes the group's concatenated tensors into a network, keeping each parameter's

@@ -182,6 +182,11 @@ pub struct VirtualConfig {
     pub comm_trips: f64,
     /// A device takes at most one task per check-in (authors: yes).
     pub one_assignment_per_checkin: bool,
+    /// Train each successful round's participants as one computation, every layer grouped
+    /// by client (`fl_task::train_stacked`), instead of one lane each. The same results
+    /// bit for bit on the CPU kernels, where it is slower (`fl-job/TRAINING.md`,
+    /// "Client-batched training"); meant for backends whose steps cost per operation.
+    pub stack_clients: bool,
 }
 
 impl Default for VirtualConfig {
@@ -193,6 +198,7 @@ impl Default for VirtualConfig {
             dispatch_jitter_s: 2.0,
             comm_trips: 1.0,
             one_assignment_per_checkin: true,
+            stack_clients: false,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! `venn-lab sim` end to end on the shipped `scripts/experiments/virtual-quick.toml`:
 //! three ResNet-18 jobs really train on FEMNIST writers while the simulator schedules 80
 //! trace-driven devices on the virtual clock. Accuracy must rise, time-to-accuracy must be
-//! computed, a rerun with another thread count must write byte-identical CSVs, and the
+//! computed, a rerun with another thread count (or with each round's clients trained as one
+//! computation) must write byte-identical CSVs, and the
 //! schedule must not depend on training (a schedule-only run gives the same rounds).
 //!
 //! Needs the shared FEMNIST copy and trace tables (skipped, with a printed reason,
@@ -100,6 +101,12 @@ fn virtual_quick_trains_for_real_and_is_deterministic_across_threads() {
     let (c1, c2) = (csvs(&one), csvs(&two));
     assert_eq!(c1.len(), 3);
     assert_eq!(c1, c2, "CSVs differ between 1 and 2 training threads");
+    // Each round's participants trained as one computation: the same bytes again.
+    cfg.sim.stack_clients = true;
+    let stacked = out_dir("stacked");
+    run(&cfg, &data, &traces, &stacked, true);
+    cfg.sim.stack_clients = false;
+    assert_eq!(c1, csvs(&stacked), "CSVs differ with the clients stacked");
 
     for j in &r1.jobs {
         assert!(j.finished, "{} did not finish: {:?}", j.name, j.error);

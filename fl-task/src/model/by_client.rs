@@ -7,12 +7,11 @@
 
 use fl_kernels::{Geom, channels_last, conv};
 
-use super::conv_op::Layout;
-
 /// Where one group's values lie in an activation of `clients` groups: `rows` runs of
 /// `block` values, `stride` apart, the group's first at `g · block`. Planar
 /// `[n, clients·c, h, w]`: a row is a sample, a block its `c` planes; channels-last
-/// `[n, h, w, clients·c]`: a row is a pixel, a block its `c` channels.
+/// `[n, h, w, clients·c]`: a row is a pixel, a block its `c` channels. (The layout is a
+/// flag rather than `conv_op::Layout`, so that this leaf does not import its caller.)
 #[derive(Clone, Copy)]
 struct Runs {
     rows: usize,
@@ -21,10 +20,11 @@ struct Runs {
 }
 
 impl Runs {
-    fn of(layout: Layout, clients: usize, [n, c, h, w]: [usize; 4]) -> Self {
-        let (rows, block) = match layout {
-            Layout::Planar => (n, c * h * w),
-            Layout::ChannelsLast => (n * h * w, c),
+    fn of(channels_last: bool, clients: usize, [n, c, h, w]: [usize; 4]) -> Self {
+        let (rows, block) = if channels_last {
+            (n * h * w, c)
+        } else {
+            (n, c * h * w)
         };
         Runs {
             rows,
@@ -58,29 +58,35 @@ fn weight_len(geom: &Geom) -> usize {
 }
 
 /// The runs of one group's input and output.
-fn runs(geom: &Geom, clients: usize, layout: Layout) -> (Runs, Runs) {
+fn runs(geom: &Geom, clients: usize, channels_last: bool) -> (Runs, Runs) {
     (
-        Runs::of(layout, clients, [geom.n, geom.cin, geom.h, geom.w]),
-        Runs::of(layout, clients, [geom.n, geom.cout, geom.ho(), geom.wo()]),
+        Runs::of(channels_last, clients, [geom.n, geom.cin, geom.h, geom.w]),
+        Runs::of(
+            channels_last,
+            clients,
+            [geom.n, geom.cout, geom.ho(), geom.wo()],
+        ),
     )
 }
 
 /// Forward of `clients` groups side by side, `geom` one group's dense convolution: `x`
-/// with `clients · cin` channels, `weight` `[clients · cout, cin, k, k]`, in `layout`.
+/// with `clients · cin` channels, `weight` `[clients · cout, cin, k, k]`, planar or
+/// channels-last.
 pub(super) fn forward(
     geom: &Geom,
     clients: usize,
-    layout: Layout,
+    channels_last: bool,
     x: &[f32],
     weight: &[f32],
 ) -> Vec<f32> {
-    let (xr, yr) = runs(geom, clients, layout);
+    let (xr, yr) = runs(geom, clients, channels_last);
     let mut out = vec![0.0f32; yr.rows * yr.stride];
     for (g, w) in weight.chunks_exact(weight_len(geom)).enumerate() {
         let xg = xr.gather(x, g);
-        let y = match layout {
-            Layout::Planar => conv::forward(geom, &xg, w),
-            Layout::ChannelsLast => channels_last::forward(geom, &xg, w, None),
+        let y = if channels_last {
+            channels_last::forward(geom, &xg, w, None)
+        } else {
+            conv::forward(geom, &xg, w)
         };
         yr.scatter(&mut out, &y, g);
     }
@@ -91,18 +97,19 @@ pub(super) fn forward(
 pub(super) fn backward(
     geom: &Geom,
     clients: usize,
-    layout: Layout,
+    channels_last: bool,
     (x, weight, grad): (&[f32], &[f32], &[f32]),
     (want_dx, want_dw): (bool, bool),
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
-    let (xr, yr) = runs(geom, clients, layout);
+    let (xr, yr) = runs(geom, clients, channels_last);
     let mut dx = want_dx.then(|| vec![0.0f32; xr.rows * xr.stride]);
     let mut dw = want_dw.then(|| Vec::with_capacity(clients * weight_len(geom)));
     for (g, w) in weight.chunks_exact(weight_len(geom)).enumerate() {
         let (xg, gg) = (xr.gather(x, g), yr.gather(grad, g));
-        let (dxg, dwg) = match layout {
-            Layout::Planar => conv::backward(geom, &xg, w, &gg, want_dx, want_dw),
-            Layout::ChannelsLast => channels_last::backward(geom, &xg, w, &gg, want_dx, want_dw),
+        let (dxg, dwg) = if channels_last {
+            channels_last::backward(geom, &xg, w, &gg, want_dx, want_dw)
+        } else {
+            conv::backward(geom, &xg, w, &gg, want_dx, want_dw)
         };
         if let (Some(dx), Some(dxg)) = (dx.as_mut(), dxg) {
             xr.scatter(dx, &dxg, g);
@@ -120,9 +127,9 @@ mod tests {
 
     #[test]
     fn gather_then_scatter_round_trips() {
-        for layout in [Layout::Planar, Layout::ChannelsLast] {
+        for channels_last in [false, true] {
             let (clients, dims) = (3, [2, 2, 3, 4]);
-            let r = Runs::of(layout, clients, dims);
+            let r = Runs::of(channels_last, clients, dims);
             let src: Vec<f32> = (0..r.rows * r.stride).map(|v| v as f32).collect();
             let mut back = vec![0.0; src.len()];
             for g in 0..clients {
@@ -130,7 +137,7 @@ mod tests {
                 assert_eq!(part.len(), 2 * 2 * 3 * 4);
                 r.scatter(&mut back, &part, g);
             }
-            assert_eq!(back, src, "{layout:?}");
+            assert_eq!(back, src, "channels-last {channels_last}");
         }
     }
 }

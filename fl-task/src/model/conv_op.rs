@@ -176,7 +176,7 @@ fn forward_on(geom: &Geom, clients: usize, layout: Layout, x: &[f32], w: &[f32])
     if clients == 1 {
         kernel_forward(geom, layout, x, w, None)
     } else {
-        by_client::forward(geom, clients, layout, x, w)
+        by_client::forward(geom, clients, layout == Layout::ChannelsLast, x, w)
     }
 }
 
@@ -322,7 +322,13 @@ impl Backward<Flex, 2> for ConvBackward {
         let (x, w, grad) = (slice(&x), slice(&w), slice(&grad));
         let want = (node_x.is_some(), node_w.is_some());
         let (dx, dw) = match layout {
-            _ if clients > 1 => by_client::backward(&geom, clients, layout, (&x, &w, &grad), want),
+            _ if clients > 1 => by_client::backward(
+                &geom,
+                clients,
+                layout == Layout::ChannelsLast,
+                (&x, &w, &grad),
+                want,
+            ),
             Layout::Planar => conv::backward(&geom, &x, &w, &grad, want.0, want.1),
             Layout::ChannelsLast => channels_last::backward(&geom, &x, &w, &grad, want.0, want.1),
         };

@@ -193,7 +193,7 @@ pub fn run_virtual(
             jobs,
             data,
             cfg.devices.writers_per_device,
-            cfg.sim.threads,
+            (cfg.sim.threads, cfg.sim.stack_clients),
         )?)
     } else {
         None

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use datasets::{Femnist, Samples};
+use datasets::{Femnist, SampleView, Samples};
 use fl_job::runner::RoundRow;
 use fl_task::lanes::{Lanes, Spawner};
 use fl_task::task::{FlTask, ServerState};
@@ -105,6 +105,9 @@ struct Shared {
     changed: Condvar,
     changed_lock: Mutex<()>,
     samples: AtomicU64,
+    /// Train each round's participants as one computation ([`FlTask::train_round_together`])
+    /// instead of one lane each.
+    stack_clients: bool,
 }
 
 /// A trained update and its FedAvg weight (the device's sample count).
@@ -140,7 +143,7 @@ impl Trainer {
         jobs: Vec<TrainJob>,
         data: Arc<Femnist>,
         writers_per_device: usize,
-        threads: usize,
+        (threads, stack_clients): (usize, bool),
     ) -> Result<Self, LabError> {
         if data.train.is_empty() {
             return Err(LabError::Setup("the data set has no train writers".into()));
@@ -176,6 +179,7 @@ impl Trainer {
                 changed: Condvar::new(),
                 changed_lock: Mutex::new(()),
                 samples: AtomicU64::new(0),
+                stack_clients,
             }),
             lanes,
         })
@@ -333,47 +337,107 @@ fn start_next(shared: &Arc<Shared>, job: usize, c: &mut Chain) {
         shared.lanes.spawn(move || finish_round(&sh, &round));
         return;
     }
+    if shared.stack_clients {
+        let sh = shared.clone();
+        shared.lanes.spawn(move || train_together(&sh, &round));
+        return;
+    }
     for i in 0..n {
         let (sh, round) = (shared.clone(), round.clone());
         shared.lanes.spawn(move || train_one(&sh, &round, i));
     }
 }
 
+/// The seed of `device`'s local training in `round` of the job in `slot`.
+fn local_seed(slot: &Slot, round: &InFlight, device: u64) -> u64 {
+    derive_seed(
+        slot.job.seed,
+        derive_seed(u64::from(round.work.round), device),
+    )
+}
+
+/// `device`'s samples gathered from its writers when it has several (`None`: one writer,
+/// whose samples are used in place).
+fn gathered(shared: &Shared, device: u64) -> Option<Samples> {
+    let writers: Vec<usize> = shared.partition.writers(device).collect();
+    match writers[..] {
+        [_] => None,
+        _ => Some(Samples::from_writers(
+            writers.iter().map(|&w| &shared.data.train[w]),
+        )),
+    }
+}
+
+/// `device`'s training samples: `own` if it was [`gathered`], else its one writer's.
+fn samples_of<'a>(shared: &'a Shared, device: u64, own: &'a Option<Samples>) -> SampleView<'a> {
+    match own {
+        Some(s) => s.view(),
+        None => {
+            let w = shared.partition.writers(device).next().expect("a writer");
+            shared.data.train[w].view()
+        }
+    }
+}
+
+/// Records a finished local training of `trained` samples that took `secs`.
+fn count_training(shared: &Shared, slot: &Slot, trained: u64, secs: f64) {
+    shared.samples.fetch_add(trained, Ordering::Relaxed);
+    let mut c = lock(&slot.chain);
+    c.out.samples += trained;
+    c.out.trainings += 1;
+    c.out.train_s += secs;
+}
+
+/// Trains every participant of `round` as one computation, then aggregates.
+fn train_together(shared: &Arc<Shared>, round: &Arc<InFlight>) {
+    let slot = &shared.slots[round.job];
+    let devices = &round.work.participants;
+    let owned: Vec<Option<Samples>> = devices.iter().map(|&d| gathered(shared, d)).collect();
+    let clients: Vec<_> = devices
+        .iter()
+        .zip(&owned)
+        .map(|(&d, own)| (samples_of(shared, d, own), local_seed(slot, round, d)))
+        .collect();
+    let t = Instant::now();
+    let result = slot
+        .job
+        .task
+        .train_round_together(&round.global, &clients, round.work.round);
+    // One computation: its thread-seconds shared evenly among the clients.
+    let secs = t.elapsed().as_secs_f64() / devices.len().max(1) as f64;
+    match result {
+        Ok(ups) => {
+            let mut updates = lock(&round.updates);
+            for (i, up) in ups.into_iter().enumerate() {
+                count_training(shared, slot, up.samples, secs);
+                updates[i] = Some((up.weights, up.samples));
+            }
+        }
+        Err(e) => {
+            lock(&round.failed).get_or_insert_with(|| format!("round {}: {e}", round.work.round));
+        }
+    }
+    round.remaining.store(0, Ordering::Release);
+    finish_round(shared, round);
+}
+
 /// Trains participant `i` of `round`; the last one to finish aggregates.
 fn train_one(shared: &Arc<Shared>, round: &Arc<InFlight>, i: usize) {
     let slot = &shared.slots[round.job];
     let device = round.work.participants[i];
-    let writers: Vec<usize> = shared.partition.writers(device).collect();
-    let seed = derive_seed(
-        slot.job.seed,
-        derive_seed(u64::from(round.work.round), device),
-    );
+    let own = gathered(shared, device);
+    let data = samples_of(shared, device, &own);
+    let seed = local_seed(slot, round, device);
     let t = Instant::now();
-    let result = if let [w] = writers[..] {
-        slot.job.task.train_round(
-            &round.global,
-            shared.data.train[w].view(),
-            seed,
-            round.work.round,
-        )
-    } else {
-        let own = Samples::from_writers(writers.iter().map(|&w| &shared.data.train[w]));
-        slot.job
-            .task
-            .train_round(&round.global, own.view(), seed, round.work.round)
-    };
+    let result = slot
+        .job
+        .task
+        .train_round(&round.global, data, seed, round.work.round);
     let secs = t.elapsed().as_secs_f64();
     match result {
         Ok(up) => {
             // The task reports its local data size (FedAvg's weight) as samples trained.
-            let trained = up.samples;
-            shared.samples.fetch_add(trained, Ordering::Relaxed);
-            {
-                let mut c = lock(&slot.chain);
-                c.out.samples += trained;
-                c.out.trainings += 1;
-                c.out.train_s += secs;
-            }
+            count_training(shared, slot, up.samples, secs);
             lock(&round.updates)[i] = Some((up.weights, up.samples));
         }
         Err(e) => {

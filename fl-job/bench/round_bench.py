@@ -9,7 +9,10 @@ on 2,000 held-out samples. Per model and repetition, three runs one after anothe
   its kernels over all rayon threads (how rounds ran before lanes);
 - `ours`: `fl-job fedavg` (lanes: the participants side by side, one thread each);
 - `torch`: `fedavg_torch.py` replaying the `ours` run (same writers, batches, evaluation set,
-  initial weights) with `--threads` torch threads.
+  initial weights) with `--threads` torch threads;
+- with `--stacked`, `ours-stacked`: `fl-job fedavg --stack-clients` (the round's clients as
+  one computation, every layer grouped by client; the same weights as `ours`, which is
+  checked on the last round's file).
 
 Seconds per round = (wall at the last round - wall after round 0's evaluation) / rounds, so
 process start, data loading and the initial evaluation are left out and every round's
@@ -36,11 +39,11 @@ def per_round(rounds):
     return (rounds[-1]["wall_s"] - rounds[0]["wall_s"]) / (len(rounds) - 1)
 
 
-def run_ours(a, model, out, lanes, binary=None):
+def run_ours(a, model, out, lanes, binary=None, extra=()):
     cmd = [binary or a.fl_job, "fedavg", "--model", model, "--rounds", str(a.rounds),
            "--participants", str(a.participants), "--local-epochs", str(a.local_epochs),
            "--batch", str(a.batch), "--eval-samples", str(a.eval_samples),
-           "--lanes", str(lanes), "--out", out]
+           "--lanes", str(lanes), "--out", out, *extra]
     if a.data:
         cmd += ["--data", a.data]
     env = dict(os.environ, RAYON_NUM_THREADS=str(a.threads), RUST_LOG="warn")
@@ -64,6 +67,8 @@ def main():
     ap.add_argument("--fl-job", default="target/release/fl-job", help="the fl-job binary")
     ap.add_argument("--before", help="an earlier fl-job binary, run side by side (lanes) as a "
                     "fourth side `before`, alternated with the others")
+    ap.add_argument("--stacked", action="store_true",
+                    help="also run `fl-job fedavg --stack-clients` as a side `ours-stacked`")
     ap.add_argument("--torch", default="/tmp/torchenv/bin/python", help="python with torch")
     ap.add_argument("--models", default="resnet18:4,resnet18:8,mobilenet_v2:0.25,mobilenet_v2:0.5")
     ap.add_argument("--rounds", type=int, default=4)
@@ -80,7 +85,7 @@ def main():
     a = ap.parse_args()
 
     models = a.models.split(",")
-    sides = SIDES + (["before"] if a.before else [])
+    sides = SIDES + (["before"] if a.before else []) + (["ours-stacked"] if a.stacked else [])
     times = {m: {s: [] for s in sides} for m in models}
     t0 = time.time()
     for rep in range(a.reps):
@@ -91,6 +96,15 @@ def main():
             times[m]["torch"].append(run_torch(a, base))
             if a.before:
                 times[m]["before"].append(run_ours(a, m, base + "-before", 0, a.before))
+            if a.stacked:
+                last = f"round-{a.rounds}.f32"
+                times[m]["ours-stacked"].append(
+                    run_ours(a, m, base + "-stacked", 0, extra=("--stack-clients", "--save-rounds")))
+                run_ours(a, m, base + "-check", 0, extra=("--save-rounds",))
+                with open(os.path.join(base + "-stacked", last), "rb") as x, \
+                        open(os.path.join(base + "-check", last), "rb") as y:
+                    if x.read() != y.read():
+                        sys.exit(f"{m}: stacked weights differ from the lanes' ({last})")
             row = {s: f"{times[m][s][-1]:.3f}" for s in sides}
             print(f"rep {rep} {m}: {row}", file=sys.stderr, flush=True)
 
@@ -104,6 +118,7 @@ def main():
             "torch_over_ours": med["torch"] / med["ours"],
             "serial_over_ours": med["ours-serial"] / med["ours"],
             **({"before_over_ours": med["before"] / med["ours"]} if a.before else {}),
+            **({"stacked_over_ours": med["ours-stacked"] / med["ours"]} if a.stacked else {}),
         })
     report = {
         "schema": 1,
@@ -139,7 +154,8 @@ def markdown(r):
         f"{s['participants']} writers, {s['local_epochs']} local epochs, batch {s['batch']}, "
         f"evaluation of {s['eval_samples']} samples included; {s['rounds']} rounds per run, "
         f"{s['reps']} alternations, medians. Command: `python3 fl-job/bench/round_bench.py "
-        f"--models {s['models']} --reps {s['reps']} --rounds {s['rounds']}`.",
+        f"--models {s['models']} --reps {s['reps']} --rounds {s['rounds']}"
+        f"{' --stacked' if s.get('stacked') else ''}`.",
         "",
         "| model | fl-job one after another (s/round) | fl-job side by side (s/round) "
         "| PyTorch (s/round) | PyTorch ÷ fl-job | serial ÷ side by side |",
@@ -157,6 +173,15 @@ def markdown(r):
             m = row["median"]
             out.append(f"| {row['model']} | {m['before']:.3f} | {m['ours']:.3f} | "
                        f"{row['before_over_ours']:.2f}× |")
+    if s.get("stacked"):
+        out += ["", "Each round's clients as one computation (`--stack-clients`), alternated "
+                "with the above; the last round's weights were the same bytes as the lanes':", "",
+                "| model | stacked (s/round) | side by side (s/round) | stacked ÷ side by side |",
+                "|---|---:|---:|---:|"]
+        for row in r["rows"]:
+            m = row["median"]
+            out.append(f"| {row['model']} | {m['ours-stacked']:.3f} | {m['ours']:.3f} | "
+                       f"{row['stacked_over_ours']:.2f}× |")
     out += ["", f"Whole run: {r['wall_s']:.0f} s.", ""]
     return "\n".join(out)
 

@@ -229,14 +229,7 @@ impl Run {
 /// `seed + epoch`, epochs raised to cover `max_steps`, stopping at `max_steps`.
 fn schedule(data: SampleView<'_>, cfg: &TrainConfig) -> Vec<Batch> {
     let max_steps = cfg.max_steps.unwrap_or(usize::MAX);
-    let epochs = if cfg.max_steps.is_some() {
-        cfg.local_epochs
-            .max(1)
-            .max(max_steps.div_ceil(data.len().div_ceil(cfg.batch_size).max(1)))
-    } else {
-        cfg.local_epochs
-    };
-    (0..epochs)
+    (0..crate::train::epochs(data.len(), cfg))
         .flat_map(|e| data.batches(cfg.batch_size, Some(cfg.seed.wrapping_add(e as u64))))
         .take(max_steps)
         .collect()

@@ -71,13 +71,7 @@ fn train_steps(
     let mut optim = FusedSgd::new(cfg.momentum, cfg.weight_decay).init();
     let loss_fn = CrossEntropyLossConfig::new().init(&ad);
     let max_steps = cfg.max_steps.unwrap_or(usize::MAX);
-    let epochs = if cfg.max_steps.is_some() {
-        cfg.local_epochs
-            .max(1)
-            .max(max_steps.div_ceil(data.len().div_ceil(cfg.batch_size).max(1)))
-    } else {
-        cfg.local_epochs
-    };
+    let epochs = epochs(data.len(), cfg);
     let (mut steps, mut samples, mut loss_sum, mut last_loss) = (0, 0, 0.0, f64::NAN);
     // BatchNorm running statistics move as plain values during the steps and are written
     // into the model at the end (`model/running.rs`).
@@ -117,6 +111,18 @@ fn train_steps(
         seconds: start.elapsed().as_secs_f64(),
     };
     Ok((model.valid().to_device(device), stats))
+}
+
+/// Epochs over `samples` samples: `local_epochs`, raised where `max_steps` needs more steps
+/// than they hold (the steps then stop at `max_steps`).
+pub(crate) fn epochs(samples: usize, cfg: &TrainConfig) -> usize {
+    match cfg.max_steps {
+        Some(max_steps) => cfg
+            .local_epochs
+            .max(1)
+            .max(max_steps.div_ceil(samples.div_ceil(cfg.batch_size).max(1))),
+        None => cfg.local_epochs,
+    }
 }
 
 /// Runs `f` on a thread of rayon's pool (in place if already on one) and returns its result,

@@ -5,6 +5,8 @@
 //! therefore the mean of the client variances, which ignores the spread between client
 //! means; it is the common FedAvg practice and keeps aggregation one rule for all tensors.
 
+use burn::module::Module;
+
 use crate::error::FlError;
 use crate::model::Model;
 use crate::tensors::{read_tensors, write_tensors};
@@ -55,5 +57,31 @@ pub fn fedavg(models: &[(&Model, u64)]) -> Result<Model, FlError> {
             *v = (a / total) as f32;
         }
     }
-    write_tensors(first.clone(), template)
+    // `valid()`: running states of the result's own (`write_tensors`), so that averaging
+    // leaves `first` as it was.
+    write_tensors(first.valid(), template)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ModelKind, read_tensors};
+
+    /// Averaging leaves its inputs whole, BatchNorm running statistics included (Burn
+    /// shares those between a model's clones and writes them in place).
+    #[test]
+    fn averaging_leaves_the_inputs_alone() {
+        let device = crate::Backend::Flex.device();
+        let a = ModelKind::ResNet18 { base_width: 2 }.init(&device);
+        let mut shifted = read_tensors(&a).unwrap();
+        for t in &mut shifted {
+            t.values.iter_mut().for_each(|v| *v += 1.0);
+        }
+        let b =
+            write_tensors(ModelKind::ResNet18 { base_width: 2 }.init(&device), shifted).unwrap();
+        let before = read_tensors(&a).unwrap();
+        let avg = fedavg(&[(&a, 1), (&b, 1)]).unwrap();
+        assert_ne!(read_tensors(&avg).unwrap(), before);
+        assert_eq!(read_tensors(&a).unwrap(), before);
+    }
 }

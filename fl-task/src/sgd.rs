@@ -76,7 +76,8 @@ impl FusedSgd {
         ModuleOptimizer::from(self)
     }
 
-    /// The step as tensor ops, for backends other than flex (Burn's `Sgd`, op for op).
+    /// The step as tensor ops (Burn's `Sgd`, op for op): for backends other than flex, and
+    /// for client-batched training's concatenated tensors (`stacked.rs`).
     pub(crate) fn step_tensors<const D: usize>(
         &self,
         lr: f32,

@@ -105,7 +105,8 @@ pub fn train_stacked(
     runs.into_iter()
         .map(|r| {
             let stats = r.stats(seconds);
-            let model = write_tensors(global.clone(), plan.model_form(&names, r.values)?)?;
+            // `valid()`: running states of its own, so that `global` stays as it was.
+            let model = write_tensors(global.valid(), plan.model_form(&names, r.values)?)?;
             Ok((model, stats))
         })
         .collect()
@@ -269,7 +270,10 @@ impl Trainer {
             .nets
             .borrow_mut()
             .entry(k)
-            .or_insert_with(|| Stacked::new(self.kind, k, &self.ad).train())
+            // Never initialised: `Load` replaces every tensor without reading it, so the
+            // network draws nothing from the process-wide random generator (which seeded
+            // initialisations elsewhere rely on) and holds no weights of its own.
+            .or_insert_with(|| Stacked::new(self.kind, k, &self.ad))
             .clone();
         let values: Vec<Tensor<1>> = (0..plan.tensors.len())
             .map(|i| stack(runs, members, |r| &r.values[i]))
@@ -277,7 +281,7 @@ impl Trainer {
         let tracked: Vec<Tensor<1>> = values.iter().map(|t| t.clone().autodiff()).collect();
         let net = net.map(&mut Load(tracked.into_iter()));
         let batches: Vec<&Batch> = members.iter().map(|&m| &runs[m].batches[step]).collect();
-        let (losses, results) = self.forward_backward(net, &batches);
+        let (losses, results) = self.forward_backward(net, &batches)?;
         for (i, (value, &(n, trained))) in values.into_iter().zip(&plan.tensors).enumerate() {
             let now = results[i].clone();
             let (new, velocity) = if trained {
@@ -306,7 +310,11 @@ impl Trainer {
     /// One forward and backward pass of `net` (its clients' weights loaded) on the clients'
     /// `batches`: each client's loss, and per float tensor in visiting order a trained
     /// tensor's gradient or a running statistic's new value, flat.
-    fn forward_backward(&self, net: Stacked, batches: &[&Batch]) -> (Vec<f64>, Vec<Tensor<1>>) {
+    fn forward_backward(
+        &self,
+        net: Stacked,
+        batches: &[&Batch],
+    ) -> Result<(Vec<f64>, Vec<Tensor<1>>), FlError> {
         let (images, labels): (Vec<_>, Vec<_>) =
             batches.iter().map(|b| b.to_tensors(&self.ad)).unzip();
         let loss_fn = CrossEntropyLossConfig::new().init(&self.ad);
@@ -333,9 +341,15 @@ impl Trainer {
         let mut read = Read {
             grads: &mut grads,
             out: Vec::new(),
+            missing: None,
         };
         running.apply(net).visit(&mut read);
-        (losses, read.out)
+        match read.missing {
+            Some(i) => Err(FlError::Tensor(format!(
+                "stacked training: trained tensor {i} got no gradient"
+            ))),
+            None => Ok((losses, read.out)),
+        }
     }
 }
 
@@ -344,17 +358,16 @@ fn stack(runs: &[Run], members: &[usize], f: impl Fn(&Run) -> &Tensor<1>) -> Ten
     Tensor::cat(members.iter().map(|&m| f(&runs[m]).clone()).collect(), 0)
 }
 
-/// Writes the group's concatenated tensors into a network, keeping each parameter's
-/// gradient requirement.
+/// Writes the group's concatenated tensors (on the autodiff device) into a network without
+/// reading (or lazily initialising) the values they replace. Every one is marked as
+/// requiring a gradient; BatchNorm's running states clear that on their own.
 struct Load(std::vec::IntoIter<Tensor<1>>);
 
 impl ModuleMapper for Load {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         let new = self.0.next().expect("one tensor per float parameter");
-        param.map(|old| {
-            let grad = old.is_require_grad();
-            new.reshape(old.shape()).set_require_grad(grad)
-        })
+        let value = new.reshape(param.lazy_shape()).set_require_grad(true);
+        Param::initialized(param.id, value)
     }
 }
 
@@ -363,15 +376,21 @@ impl ModuleMapper for Load {
 struct Read<'a> {
     grads: &'a mut GradientsParams,
     out: Vec<Tensor<1>>,
+    /// The first trained tensor that got no gradient, by visiting index.
+    missing: Option<usize>,
 }
 
 impl ModuleVisitor for Read<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         let t = param.val();
         let n = t.shape().num_elements();
-        let src = match self.grads.remove::<D>(param.id) {
-            Some(g) if t.is_require_grad() => g,
-            _ => t,
+        let src = match (self.grads.remove::<D>(param.id), t.is_require_grad()) {
+            (Some(g), true) => g,
+            (None, true) => {
+                self.missing.get_or_insert(self.out.len());
+                t
+            }
+            (_, false) => t,
         };
         self.out.push(src.inner().reshape([n]));
     }

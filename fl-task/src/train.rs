@@ -26,7 +26,7 @@ pub struct TrainStats {
     pub mean_loss: f64,
     /// Training loss of the last step.
     pub last_loss: f64,
-    /// Wall time in seconds.
+    /// Wall time in seconds (of the whole computation, for clients trained together).
     pub seconds: f64,
 }
 

@@ -193,7 +193,8 @@ struct FedavgArgs {
     /// Train each round's participants as one computation (every layer grouped by client)
     /// instead of on lanes: the same updates bit for bit on the CPU kernels, for
     /// backends where a step's cost is per operation (a GPU). On the CPU kernels it is
-    /// slower (fl-job/TRAINING.md, "Client-batched training").
+    /// slower (fl-job/TRAINING.md, "Client-batched training"). Replaces the lanes for the
+    /// training (`--lanes` then applies to the evaluation only).
     #[arg(long)]
     stack_clients: bool,
 }

@@ -405,6 +405,15 @@ fn train_together(shared: &Arc<Shared>, round: &Arc<InFlight>) {
         .train_round_together(&round.global, &clients, round.work.round);
     // One computation: its thread-seconds shared evenly among the clients.
     let secs = t.elapsed().as_secs_f64() / devices.len().max(1) as f64;
+    let result = result
+        .map_err(|e| e.to_string())
+        .and_then(|ups| match ups.len() {
+            n if n == devices.len() => Ok(ups),
+            n => Err(format!(
+                "the task trained {n} updates for {} clients",
+                devices.len()
+            )),
+        });
     match result {
         Ok(ups) => {
             let mut updates = lock(&round.updates);

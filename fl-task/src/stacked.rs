@@ -281,7 +281,9 @@ impl Trainer {
         let tracked: Vec<Tensor<1>> = values.iter().map(|t| t.clone().autodiff()).collect();
         let net = net.map(&mut Load(tracked.into_iter()));
         let batches: Vec<&Batch> = members.iter().map(|&m| &runs[m].batches[step]).collect();
-        let (losses, results) = self.forward_backward(net, &batches)?;
+        // On a pool thread with the others kept spinning, as `train_local`'s steps run.
+        let ad = &self.ad;
+        let (losses, results) = crate::train::on_worker(|| forward_backward(ad, net, &batches))?;
         for (i, (value, &(n, trained))) in values.into_iter().zip(&plan.tensors).enumerate() {
             let now = results[i].clone();
             let (new, velocity) = if trained {
@@ -306,50 +308,49 @@ impl Trainer {
         }
         Ok(())
     }
+}
 
-    /// One forward and backward pass of `net` (its clients' weights loaded) on the clients'
-    /// `batches`: each client's loss, and per float tensor in visiting order a trained
-    /// tensor's gradient or a running statistic's new value, flat.
-    fn forward_backward(
-        &self,
-        net: Stacked,
-        batches: &[&Batch],
-    ) -> Result<(Vec<f64>, Vec<Tensor<1>>), FlError> {
-        let (images, labels): (Vec<_>, Vec<_>) =
-            batches.iter().map(|b| b.to_tensors(&self.ad)).unzip();
-        let loss_fn = CrossEntropyLossConfig::new().init(&self.ad);
-        let ((losses, mut grads), running) = crate::model::collecting_running_stats(|| {
-            let logits = net.forward(Tensor::cat(images, 1));
-            let losses: Vec<Tensor<1>> = labels
-                .into_iter()
-                .enumerate()
-                .map(|(j, l)| {
-                    let z = logits
-                        .clone()
-                        .narrow(0, j, 1)
-                        .reshape([l.dims()[0], crate::model::NUM_CLASSES]);
-                    loss_fn.forward(z, l)
-                })
-                .collect();
-            let values: Vec<f64> = losses
-                .iter()
-                .map(|l| l.clone().into_scalar::<f32>().into())
-                .collect();
-            let total = Tensor::cat(losses, 0).sum();
-            (values, GradientsParams::from_grads(total.backward(), &net))
-        });
-        let mut read = Read {
-            grads: &mut grads,
-            out: Vec::new(),
-            missing: None,
-        };
-        running.apply(net).visit(&mut read);
-        match read.missing {
-            Some(i) => Err(FlError::Tensor(format!(
-                "stacked training: trained tensor {i} got no gradient"
-            ))),
-            None => Ok((losses, read.out)),
-        }
+/// One forward and backward pass of `net` (its clients' weights loaded) on the clients'
+/// `batches`: each client's loss, and per float tensor in visiting order a trained
+/// tensor's gradient or a running statistic's new value, flat.
+fn forward_backward(
+    ad: &Device,
+    net: Stacked,
+    batches: &[&Batch],
+) -> Result<(Vec<f64>, Vec<Tensor<1>>), FlError> {
+    let (images, labels): (Vec<_>, Vec<_>) = batches.iter().map(|b| b.to_tensors(ad)).unzip();
+    let loss_fn = CrossEntropyLossConfig::new().init(ad);
+    let ((losses, mut grads), running) = crate::model::collecting_running_stats(|| {
+        let logits = net.forward(Tensor::cat(images, 1));
+        let losses: Vec<Tensor<1>> = labels
+            .into_iter()
+            .enumerate()
+            .map(|(j, l)| {
+                let z = logits
+                    .clone()
+                    .narrow(0, j, 1)
+                    .reshape([l.dims()[0], crate::model::NUM_CLASSES]);
+                loss_fn.forward(z, l)
+            })
+            .collect();
+        let values: Vec<f64> = losses
+            .iter()
+            .map(|l| l.clone().into_scalar::<f32>().into())
+            .collect();
+        let total = Tensor::cat(losses, 0).sum();
+        (values, GradientsParams::from_grads(total.backward(), &net))
+    });
+    let mut read = Read {
+        grads: &mut grads,
+        out: Vec::new(),
+        missing: None,
+    };
+    running.apply(net).visit(&mut read);
+    match read.missing {
+        Some(i) => Err(FlError::Tensor(format!(
+            "stacked training: trained tensor {i} got no gradient"
+        ))),
+        None => Ok((losses, read.out)),
     }
 }
 

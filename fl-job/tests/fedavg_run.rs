@@ -58,6 +58,16 @@ fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
         let _rng = common::rng_lock();
         run_fedavg(&d, "synthetic", &cfg, 3, |_, w| wb.push(w.to_vec())).unwrap()
     };
+    // Each round's participants as one computation (`--stack-clients`): the same again.
+    let mut wc = Vec::new();
+    let stacked = FedAvgConfig {
+        stack_clients: true,
+        ..cfg.clone()
+    };
+    let (_, c) = {
+        let _rng = common::rng_lock();
+        run_fedavg(&d, "synthetic", &stacked, 3, |_, w| wc.push(w.to_vec())).unwrap()
+    };
     assert_eq!(wa.len(), 3);
     // Compared as values: the bytes also carry Burn's parameter ids, fresh per model.
     let values = |w: &[u8]| {
@@ -65,10 +75,14 @@ fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
         let (_, model) = fl_task::weights::from_bytes(w, &device).unwrap();
         fl_task::read_tensors(&model).unwrap()
     };
-    for (k, (x, y)) in wa.iter().zip(&wb).enumerate() {
+    for (k, ((x, y), z)) in wa.iter().zip(&wb).zip(&wc).enumerate() {
         assert!(
             values(x) == values(y),
             "round {k}: side by side, the global weights are the same values bit for bit"
+        );
+        assert!(
+            values(x) == values(z),
+            "round {k}: stacked, the global weights are the same values bit for bit"
         );
     }
     let curve = |r: &fl_job::fedavg_run::FedAvgReport| {
@@ -78,6 +92,7 @@ fn a_tiny_run_replays_from_its_seed_and_records_its_inputs() {
             .collect::<Vec<_>>()
     };
     assert_eq!(curve(&a), curve(&b), "same seed, same curve bit for bit");
+    assert_eq!(curve(&a), curve(&c), "stacked, the same curve bit for bit");
     assert_eq!(
         a.rounds.len(),
         3,

@@ -333,11 +333,10 @@ fn forward_backward(
                 loss_fn.forward(z, l)
             })
             .collect();
-        let values: Vec<f64> = losses
-            .iter()
-            .map(|l| l.clone().into_scalar::<f32>().into())
-            .collect();
-        let total = Tensor::cat(losses, 0).sum();
+        let losses = Tensor::cat(losses, 0);
+        // One read for all clients (one device sync where the backend has a device).
+        let values = losses.clone().into_data().try_to_vec::<f32>();
+        let total = losses.sum();
         (values, GradientsParams::from_grads(total.backward(), &net))
     });
     let mut read = Read {
@@ -350,7 +349,10 @@ fn forward_backward(
         Some(i) => Err(FlError::Tensor(format!(
             "stacked training: trained tensor {i} got no gradient"
         ))),
-        None => Ok((losses, read.out)),
+        None => {
+            let losses = losses.map_err(|e| FlError::Tensor(format!("losses: {e:?}")))?;
+            Ok((losses.into_iter().map(f64::from).collect(), read.out))
+        }
     }
 }
 

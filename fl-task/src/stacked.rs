@@ -38,7 +38,7 @@ use crate::config::TrainConfig;
 use crate::error::FlError;
 use crate::model::{Model, ModelKind, Stacked};
 use crate::sgd::FusedSgd;
-use crate::tensors::{NamedTensor, read_tensors, write_tensors};
+use crate::tensors::{NamedTensor, is_running_statistic, read_tensors, write_tensors};
 use crate::train::TrainStats;
 
 /// One client of a stacked training: its samples and its config (its own seed; learning
@@ -83,7 +83,7 @@ pub fn train_stacked(
     let start = Instant::now();
     let names = read_tensors(global)?;
     let plan = Plan::new(kind, &names, device)?;
-    let initial = plan.client_form(&names, device);
+    let initial = client_form(&names, device);
     let mut runs: Vec<Run> = clients
         .iter()
         .map(|c| Run::new(c, initial.clone(), &plan, device))
@@ -106,7 +106,7 @@ pub fn train_stacked(
         .map(|r| {
             let stats = r.stats(seconds);
             // `valid()`: running states of its own, so that `global` stays as it was.
-            let model = write_tensors(global.valid(), plan.model_form(&names, r.values)?)?;
+            let model = write_tensors(global.valid(), model_form(&names, r.values)?)?;
             Ok((model, stats))
         })
         .collect()
@@ -133,43 +133,36 @@ impl Plan {
         }
         let tensors = names
             .iter()
-            .map(|t| {
-                let running = t.path.ends_with("running_mean") || t.path.ends_with("running_var");
-                (t.values.len(), !running)
-            })
+            .map(|t| (t.values.len(), !is_running_statistic(&t.path)))
             .collect();
         Ok(Plan { tensors })
     }
+}
 
-    /// The model's tensors as one client's flat tensors.
-    fn client_form(&self, names: &[NamedTensor], device: &Device) -> Vec<Tensor<1>> {
-        names
-            .iter()
-            .map(|t| Tensor::from_data(TensorData::new(t.values.clone(), [t.values.len()]), device))
-            .collect()
-    }
+/// The model's tensors as one client's flat tensors.
+fn client_form(names: &[NamedTensor], device: &Device) -> Vec<Tensor<1>> {
+    names
+        .iter()
+        .map(|t| Tensor::from_data(TensorData::new(t.values.clone(), [t.values.len()]), device))
+        .collect()
+}
 
-    /// A client's flat tensors back as the model's named tensors.
-    fn model_form(
-        &self,
-        names: &[NamedTensor],
-        values: Vec<Tensor<1>>,
-    ) -> Result<Vec<NamedTensor>, FlError> {
-        names
-            .iter()
-            .zip(values)
-            .map(|(t, v)| {
-                let values = v
-                    .into_data()
-                    .try_into_vec::<f32>()
-                    .map_err(|e| FlError::Tensor(format!("{}: {e:?}", t.path)))?;
-                Ok(NamedTensor {
-                    values,
-                    ..t.clone()
-                })
+/// A client's flat tensors back as the model's named tensors.
+fn model_form(names: &[NamedTensor], values: Vec<Tensor<1>>) -> Result<Vec<NamedTensor>, FlError> {
+    names
+        .iter()
+        .zip(values)
+        .map(|(t, v)| {
+            let values = v
+                .into_data()
+                .try_into_vec::<f32>()
+                .map_err(|e| FlError::Tensor(format!("{}: {e:?}", t.path)))?;
+            Ok(NamedTensor {
+                values,
+                ..t.clone()
             })
-            .collect()
-    }
+        })
+        .collect()
 }
 
 /// Element counts of a network's float tensors, in visiting order.

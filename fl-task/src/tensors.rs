@@ -143,11 +143,16 @@ pub fn read_shapes(model: &Model) -> Vec<(String, Vec<usize>)> {
     s.out
 }
 
+/// Whether the tensor at module path `path` is a BatchNorm running statistic (not trained).
+pub(crate) fn is_running_statistic(path: &str) -> bool {
+    path.ends_with("running_mean") || path.ends_with("running_var")
+}
+
 /// Trainable parameter count: every float tensor except BatchNorm running statistics.
 pub fn trainable_params(model: &Model) -> usize {
     read_shapes(model)
         .iter()
-        .filter(|(p, _)| !p.ends_with("running_mean") && !p.ends_with("running_var"))
+        .filter(|(p, _)| !is_running_statistic(p))
         .map(|(_, s)| s.iter().product::<usize>())
         .sum()
 }

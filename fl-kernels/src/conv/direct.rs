@@ -28,8 +28,9 @@ use pulp::{Simd, WithSimd};
 use rayon::prelude::*;
 
 use crate::isa::{self, Dispatch};
-use crate::scratch::{build, piece, sum_partials, take, with_local};
-use crate::types::{Epilogue, Geom, equal_groups, flip_transpose};
+use crate::scratch::{build, piece, take, with_local};
+use crate::simd::copy_run;
+use crate::types::{Epilogue, Geom, flip_transpose};
 
 /// Vectors of output pixels per forward register block.
 const PV: usize = 3;
@@ -38,11 +39,6 @@ const PV: usize = 3;
 /// loop was bound by its loads (11 per 18 multiply-adds, most split across cache lines):
 /// ResNet-18 ×16's 32 × 14² layers took 0.55 ms against 0.46 (AVX-512).
 const DW_CO: usize = 3;
-/// Padded positions per weight-gradient group, at least: samples are grouped (by the
-/// geometry only) until their maps reach it, so that the accumulators' final sums, 27
-/// horizontal reductions per input channel and block, stay small next to the loop (a
-/// 14 × 14 map is only 15 vectors of 16).
-const DW_POSITIONS: usize = 480;
 
 /// Most channels (in or out) a layer may have to take this path, and fewest pixels per map.
 /// Measured per layer on AVX-512 (`conv::tests::layer_times`, batch 20, 2 threads;
@@ -86,26 +82,26 @@ fn available() -> bool {
     isa::avx512()
 }
 
-/// Whether the direct weight gradient is the one to run on this CPU, where the layer takes
-/// this path for its forward and input gradient.
+/// Whether the direct weight gradient is the one to run for `g` on this CPU, where the
+/// layer takes this path for its forward and input gradient.
 ///
-/// Why not always: on AMD's AVX-512 cores (where the path was measured) it beats the
-/// alternatives (16 → 16 on 28²: 0.36–0.39 ms against im2col's 0.67–0.70), but on an Intel
-/// Xeon with AVX-512 (Sapphire Rapids class, 2026-12-07, `conv::tests::layer_times`,
-/// `WIDTH=16`, 2 threads) it is the slowest of them — 1.36 ms against im2col's 0.88 on
-/// 16 → 16 at 28², 1.39 against Winograd's 0.48 on 32 → 32 at 14² — while its forward and
-/// input gradient still win (0.35 / 0.44 against 0.49 / 0.54). Its loop loads input vectors
-/// at every tap's offset, so nearly every 64-byte load splits a cache line, which Intel's
-/// cores pay for twice where AMD's (which split a 512-bit load in two anyway) do not. So
-/// on Intel the weight gradient of these layers comes from the path they would take
-/// without this one. `FL_JOB_DIRECT_DW=on|off` (read once) overrides, to measure.
-pub(crate) fn weight_grad_pays() -> bool {
-    static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *PAYS.get_or_init(|| match std::env::var("FL_JOB_DIRECT_DW").as_deref() {
-        Ok("on") => true,
-        Ok("off") => false,
-        _ => !isa::intel(),
-    })
+/// Measured on an Intel Xeon with AVX-512 (Sapphire Rapids class, 2026-12-07,
+/// `conv::tests::layer_times`, one thread, ms a call at batch 20, direct against the path
+/// the layer would take without this one): 4 → 4 on 28² 0.09–0.11 against 0.12, 8 → 8 on
+/// 14² 0.11 against 0.17, 8 → 8 on 28² 0.31 against 0.67, 16 → 16 on 28² 1.12–1.20 against
+/// 1.43–1.48, 16 → 16 on 14² even (0.32–0.39 against 0.33–0.38); it loses where Winograd
+/// takes over, 32 → 32 on 14² (1.24–1.40 against 0.82–0.87), and on the one-channel stem
+/// (1 → 16: 0.15 against 0.06, im2col's matrix being nine rows there). So on Intel it runs
+/// for 2–16 channels. On AMD's AVX-512 cores (where the path was first measured) it ran
+/// everywhere and still does. `FL_JOB_DIRECT_DW=on|off` (read once) overrides, to measure.
+pub(crate) fn weight_grad_pays(g: &Geom) -> bool {
+    static FORCE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let force = *FORCE.get_or_init(|| match std::env::var("FL_JOB_DIRECT_DW").as_deref() {
+        Ok("on") => Some(true),
+        Ok("off") => Some(false),
+        _ => None,
+    });
+    force.unwrap_or_else(|| !isa::intel() || (g.cin > 1 && g.cin.max(g.cout) <= 16))
 }
 
 /// How the register blocks are cut on one instruction set.
@@ -234,7 +230,7 @@ fn forward_on(
                     let s = &src[r * plan.wp..r * plan.wp + g.w];
                     match epilogue {
                         Some(e) => e.write(co, row, s),
-                        None => row.copy_from_slice(s),
+                        None => copy_run(row, s),
                     }
                 }
             }
@@ -258,46 +254,65 @@ fn input_grad_on(on: impl Dispatch, g: &Geom, grad_out: &[f32], weight: &[f32]) 
     forward_on(on, &back, grad_out, &flip_transpose(g, weight), None)
 }
 
-/// Weight gradient `[cout, cin, 3, 3]`: per group of samples (fixed by the geometry and the
-/// vector width), every (output channel, input channel, tap) product summed over the maps;
-/// the groups' shares summed in group order.
+/// Weight gradient `[cout, cin, 3, 3]`: per block of output channels and input channel,
+/// every tap's products summed over all the samples' maps, the blocks spread over the
+/// threads (each block's sum is one fixed chain, so the bits do not depend on them).
 pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
     weight_grad_on(isa::arch(), g, x, grad_out)
 }
 
 /// [`weight_grad`] on the instruction set `on`.
+///
+/// Why over all samples at once: with the samples cut into groups (each a share of the
+/// gradient, the shares summed after), a 28 × 28 map was a group of its own, and each
+/// block's 27 horizontal sums came once per sample instead of once per layer.
 fn weight_grad_on(on: impl Dispatch, g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
     assert!(x.len() == g.n * g.in_len() && grad_out.len() == g.n * g.out_len());
     let plan = Plan::new(g, Blocking::on(on));
-    let group = equal_groups(g.n, DW_POSITIONS, plan.q);
     let (in_len, out_len) = (g.cin * plan.plane, g.cout * plan.q);
-    let partials: Vec<Option<Vec<f32>>> = x
-        .par_chunks(group * g.in_len())
-        .zip(grad_out.par_chunks(group * g.out_len()))
-        .map(|(xs, gs)| {
-            with_local(&BUFFERS, |buf| {
-                let samples = xs.len() / g.in_len();
-                let input = take(&mut buf.input, samples * in_len);
-                for (src, dst) in xs
-                    .chunks_exact(g.in_len())
-                    .zip(input.chunks_exact_mut(in_len))
-                {
-                    pad_planes(src, g.h, g.w, plan.wp, plan.plane, dst);
-                }
-                let dy = take(&mut buf.out, samples * out_len);
-                for (src, dst) in gs
-                    .chunks_exact(g.out_len())
-                    .zip(dy.chunks_exact_mut(out_len))
-                {
-                    widen(src, g.h, g.w, plan.wp, plan.q, dst);
-                }
-                let mut share = vec![0.0f32; g.weight_len()];
-                group_weight_grad(on, input, dy, samples, g.cin, g.cout, &plan, &mut share);
-                Some(share)
+    let blocks = g.cout.div_ceil(DW_CO);
+    let channels = |b: usize| -> [usize; DW_CO] {
+        // A last partial block repeats its last channel; the copies are dropped.
+        std::array::from_fn(|c| (b * DW_CO + c).min(g.cout - 1))
+    };
+    let sums: Vec<[[f32; 9]; DW_CO]> = with_local(&BUFFERS, |buf| {
+        // Every sample's padded input and output gradient in the padded width, once for all
+        // the blocks.
+        let input = take(&mut buf.input, g.n * in_len);
+        input
+            .par_chunks_mut(in_len)
+            .zip(x.par_chunks(g.in_len()))
+            .for_each(|(d, s)| pad_planes(s, g.h, g.w, plan.wp, plan.plane, d));
+        let dy = take(&mut buf.out, g.n * out_len);
+        dy.par_chunks_mut(out_len)
+            .zip(grad_out.par_chunks(g.out_len()))
+            .for_each(|(d, s)| widen(s, g.h, g.w, plan.wp, plan.q, d));
+        let (input, dy) = (&*input, &*dy);
+        (0..blocks * g.cin)
+            .into_par_iter()
+            .map(|item| {
+                let (b, ci) = (item / g.cin, item % g.cin);
+                let mut sums = [[0.0f32; 9]; DW_CO];
+                on.run(WeightGradBlock {
+                    input: &input[ci * plan.plane..],
+                    dy: channels(b).map(|c| &dy[c * plan.q..]),
+                    samples: g.n,
+                    strides: [in_len, out_len],
+                    plan,
+                    sums: &mut sums,
+                });
+                sums
             })
-        })
-        .collect();
-    sum_partials(partials, g.weight_len())
+            .collect()
+    });
+    let mut dw = vec![0.0f32; g.weight_len()];
+    for (item, block) in sums.iter().enumerate() {
+        let (b, ci) = (item / g.cin, item % g.cin);
+        for (c, s) in block.iter().enumerate().take(g.cout - b * DW_CO) {
+            dw[((b * DW_CO + c) * g.cin + ci) * 9..][..9].copy_from_slice(s);
+        }
+    }
+    dw
 }
 
 /// The filters as `[cout / co][cin][9 taps][co]`, so a block's `co` weights for one input
@@ -325,7 +340,7 @@ fn pad_planes(src: &[f32], h: usize, w: usize, wp: usize, plane: usize, dst: &mu
         d[..wp + 1].fill(0.0);
         for (y, row) in s.chunks_exact(w).enumerate() {
             let at = (y + 1) * wp + 1;
-            d[at..at + w].copy_from_slice(row);
+            copy_run(&mut d[at..at + w], row);
             // The right border of this row and the left border of the next.
             d[at + w..at + w + 2].fill(0.0);
         }
@@ -339,7 +354,7 @@ fn pad_planes(src: &[f32], h: usize, w: usize, wp: usize, plane: usize, dst: &mu
 fn widen(src: &[f32], h: usize, w: usize, wp: usize, q: usize, dst: &mut [f32]) {
     for (s, d) in src.chunks_exact(h * w).zip(dst.chunks_exact_mut(q)) {
         for (y, row) in s.chunks_exact(w).enumerate() {
-            d[y * wp..y * wp + w].copy_from_slice(row);
+            copy_run(&mut d[y * wp..y * wp + w], row);
             d[y * wp + w..(y + 1) * wp].fill(0.0);
         }
         d[h * wp..].fill(0.0);
@@ -429,46 +444,6 @@ fn sample_forward<S: Simd, const CO: usize>(s: S, a: SampleForward<'_>) {
     }
 }
 
-/// One group's share of the weight gradient, written into `share` `[cout, cin, 3, 3]`:
-/// `Σ_samples Σ_q dy[co][q] · input[ci][q + offset(tap)]`, with `input` and `dy` holding
-/// `samples` samples' padded planes back to back.
-#[allow(clippy::too_many_arguments)]
-fn group_weight_grad(
-    on: impl Dispatch,
-    input: &[f32],
-    dy: &[f32],
-    samples: usize,
-    cin: usize,
-    cout: usize,
-    plan: &Plan,
-    share: &mut [f32],
-) {
-    let (q, plane) = (plan.q, plan.plane);
-    let offsets = tap_offsets(plan.wp);
-    let strides = [cin * plane, cout * q];
-    assert!(q + offsets[8] <= plane && q.is_multiple_of(plan.blocking.lanes));
-    assert!(input.len() >= samples * strides[0] && dy.len() >= samples * strides[1]);
-    assert!(share.len() >= cout * cin * 9);
-    for co in (0..cout).step_by(DW_CO) {
-        // A last partial block repeats its last channel; the copies are dropped.
-        let block: [usize; DW_CO] = std::array::from_fn(|c| (co + c).min(cout - 1));
-        for ci in 0..cin {
-            let mut sums = [[0.0f32; 9]; DW_CO];
-            on.run(WeightGradBlock {
-                input: &input[ci * plane..],
-                dy: block.map(|c| &dy[c * q..]),
-                samples,
-                strides,
-                plan: *plan,
-                sums: &mut sums,
-            });
-            for (c, s) in sums.iter().enumerate().take(cout - co) {
-                share[(block[c] * cin + ci) * 9..][..9].copy_from_slice(s);
-            }
-        }
-    }
-}
-
 /// For `DW_CO` output-gradient planes `dy` and one padded input plane, of each of `samples`
 /// samples (`strides` apart: input, output gradient), the nine taps' sums over `q`
 /// positions, into `sums[c][tap]`.
@@ -525,18 +500,16 @@ fn weight_grad_taps<S: Simd, const T: usize>(
     let off: [usize; T] = std::array::from_fn(|t| offsets[kh0 * 3 + t]);
     let zero = s.splat_f32s(0.0);
     let mut acc = [[zero; T]; DW_CO];
+    let n = q / lanes;
     for smp in 0..samples {
         let x = &input[smp * strides[0]..];
         let d: [&[S::f32s]; DW_CO] =
             dy.map(|d| S::as_simd_f32s(&d[smp * strides[1]..smp * strides[1] + q]).0);
         let taps: [&[S::f32s]; T] = off.map(|o| S::as_simd_f32s(&x[o..o + q]).0);
-        for i in 0..q / lanes {
-            let dv: [S::f32s; DW_CO] = std::array::from_fn(|c| d[c][i]);
-            for (t, tap) in taps.iter().enumerate() {
-                let xv = tap[i];
-                for (acc, dv) in acc.iter_mut().zip(&dv) {
-                    acc[t] = s.mul_add_f32s(*dv, xv, acc[t]);
-                }
+        let sample = sample_taps(s, d, taps, n);
+        for (acc, sample) in acc.iter_mut().zip(&sample) {
+            for (a, v) in acc.iter_mut().zip(sample) {
+                *a = s.add_f32s(*a, *v);
             }
         }
     }
@@ -553,6 +526,40 @@ fn weight_grad_taps<S: Simd, const T: usize>(
             sum[kh0 * 3 + t] = hsum(&lanes_buf[..lanes]);
         }
     }
+}
+
+/// One sample's `DW_CO · T` tap sums as vectors: `Σ_i d[c][i] · taps[t][i]` over the first
+/// `n` vectors of every run.
+///
+/// Why a function of its own, its accumulators returned by value, and unchecked loads:
+/// accumulated across the samples in one array (read back after the loop) and loaded with
+/// bounds checks, every multiply-add was also followed by a 64-byte store of its accumulator
+/// to the stack — 27 stores an iteration: 16 → 16 on 28² took 3.0–3.5 ms a call, now
+/// 1.1–1.2 (im2col's: 1.4; `tests::layer_times`, `WIDTH=16`, one thread, 2026-12-07).
+#[inline(always)]
+fn sample_taps<S: Simd, const T: usize>(
+    s: S,
+    d: [&[S::f32s]; DW_CO],
+    taps: [&[S::f32s]; T],
+    n: usize,
+) -> [[S::f32s; T]; DW_CO] {
+    assert!(d.iter().chain(&taps).all(|run| run.len() >= n));
+    let zero = s.splat_f32s(0.0);
+    let mut acc = [[zero; T]; DW_CO];
+    for i in 0..n {
+        // SAFETY: `i < n` and every run holds at least `n` vectors (asserted above).
+        #[allow(unsafe_code)]
+        let dv: [S::f32s; DW_CO] = std::array::from_fn(|c| unsafe { *d[c].get_unchecked(i) });
+        for (t, tap) in taps.iter().enumerate() {
+            // SAFETY: as above.
+            #[allow(unsafe_code)]
+            let xv = unsafe { *tap.get_unchecked(i) };
+            for (acc, dv) in acc.iter_mut().zip(&dv) {
+                acc[t] = s.mul_add_f32s(*dv, xv, acc[t]);
+            }
+        }
+    }
+    acc
 }
 
 /// The lanes' sum, as a fixed tree (the same order on every call): halves added

@@ -93,7 +93,7 @@ pub fn backward(
         Path::Direct => (
             want_dx.then(|| direct::input_grad(g, grad_out, weight)),
             want_dw.then(|| {
-                if direct::weight_grad_pays() {
+                if direct::weight_grad_pays(g) {
                     direct::weight_grad(g, x, grad_out)
                 } else if winograd::applies(g) {
                     winograd::weight_grad(g, x, grad_out)
@@ -273,6 +273,15 @@ mod tests {
     #[test]
     #[ignore]
     fn layer_times() {
+        // Timed from a thread of the pool, as training calls the kernels (on a lane or a
+        // pool thread): from outside, every parallel loop would pay a cross-thread wake-up.
+        rayon::ThreadPoolBuilder::new()
+            .build()
+            .expect("a thread pool")
+            .install(time_layers);
+    }
+
+    fn time_layers() {
         // (count in the network, cin, size, cout, k, stride, pad)
         let layers = [
             (1, 1, 28, 64, 3, 1, 1),

@@ -138,6 +138,13 @@ pub(crate) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, of
 /// back onto the input gradient `dx` (`[cin, h, w]`): the transpose of [`im2col`]. The
 /// column gradient is scratch: border elements that im2col had zeroed are cleared in it.
 fn col2im_add(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f32]) {
+    if !permute::col2im_add(g, col, ld, off, dx) {
+        col2im_general(g, col, ld, off, dx);
+    }
+}
+
+/// [`col2im_add`] by row loops, for any geometry.
+fn col2im_general(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f32]) {
     let (ho, wo, k) = (g.ho(), g.wo(), g.k);
     let plane_len = g.h * g.w;
     for c in 0..g.cin {
@@ -382,8 +389,8 @@ mod tests {
 
     /// `simd/im2col.rs`'s matrix is the same as [`im2col_general`]'s (checked against the
     /// convolution's definition through the dispatcher's tests) on 4 × 4, 3 × 3, 2 × 2 and
-    /// 4 × 3 maps, strides 1 and 2, padding 0 and 1, kernels 1 and 3; nothing outside the
-    /// sample's columns written. AVX-512 only: elsewhere it says so and checks nothing.
+    /// 4 × 3 maps, strides 1 and 2, padding 0 and 1, kernels 1 and 3, and on larger "same"
+    /// maps; nothing outside the sample's columns written. AVX-512 only: elsewhere it says so and checks nothing.
     #[test]
     fn matches_the_general_im2col() {
         if !crate::isa::avx512() {
@@ -402,6 +409,19 @@ mod tests {
             (4, 4, 3, 2, 1),
             (4, 4, 1, 1, 0),
             (4, 4, 3, 1, 0),
+            // Larger "same" maps (masked shifted loads): 7 × 7, 14 × 14, non-square, 1 × 1.
+            (7, 7, 3, 1, 1),
+            (14, 14, 3, 1, 1),
+            (5, 9, 3, 1, 1),
+            (6, 5, 1, 1, 0),
+            // Stride 2 on rows of up to 32 pixels (two-register permutes): ResNet-18's
+            // downsampling 3 × 3 and 1 × 1 layers, odd sizes.
+            (28, 28, 3, 2, 1),
+            (14, 14, 3, 2, 1),
+            (7, 7, 3, 2, 1),
+            (28, 28, 1, 2, 0),
+            (9, 31, 3, 2, 1),
+            (20, 17, 3, 2, 0),
         ] {
             let g = Geom {
                 n: 1,
@@ -422,6 +442,49 @@ mod tests {
             assert!(permute::im2col(&g, &x, &mut ours, ld, off));
             im2col_general(&g, &x, &mut want, ld, off);
             assert_eq!(ours, want, "{h}×{w} k{k} s{stride} p{pad}");
+        }
+    }
+
+    /// `simd/im2col.rs`'s stride-2 col2im adds the same values in the same order as
+    /// [`col2im_general`] (the same bits, negative zeros included) and touches nothing else.
+    #[test]
+    fn strided_col2im_matches_the_general() {
+        if !crate::isa::avx512() {
+            crate::isa::say("SKIPPED im2col::strided_col2im_matches_the_general: not avx512");
+            return;
+        }
+        for (h, w, k, pad) in [
+            (28, 28, 3, 1),
+            (14, 14, 3, 1),
+            (7, 7, 3, 1),
+            (28, 28, 1, 0),
+            (9, 31, 3, 1),
+            (20, 17, 3, 0),
+        ] {
+            let g = Geom {
+                n: 1,
+                cin: 3,
+                h,
+                w,
+                cout: 2,
+                k,
+                stride: 2,
+                pad,
+                depthwise: false,
+            };
+            let (rows, cols) = (g.cin * k * k, g.ho() * g.wo());
+            let (ld, off) = (cols * 2 + 1, cols);
+            let col: Vec<f32> = (0..rows * ld)
+                .map(|i| (i % 13) as f32 * 0.37 - 2.0)
+                .collect();
+            let dx: Vec<f32> = (0..g.cin * h * w)
+                .map(|i| if i % 5 == 0 { -0.0 } else { i as f32 * 0.01 })
+                .collect();
+            let (mut ours, mut want) = (dx.clone(), dx);
+            assert!(permute::col2im_add(&g, &col, ld, off, &mut ours));
+            col2im_general(&g, &mut col.clone(), ld, off, &mut want);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&ours), bits(&want), "{h}×{w} k{k} p{pad}");
         }
     }
 }

@@ -29,11 +29,9 @@ use rayon::prelude::*;
 
 use crate::isa::{self, Dispatch};
 use crate::scratch::{build, piece, take, with_local};
-use crate::simd::copy_run;
+use crate::simd::{copy_run, wide};
 use crate::types::{Epilogue, Geom, flip_transpose};
 
-/// Vectors of output pixels per forward register block.
-const PV: usize = 3;
 /// Output channels per weight-gradient block: 3 × 9 taps = 27 accumulators on a CPU with
 /// 32 registers, plus three output-gradient vectors and one input vector. With 2 × 9 the
 /// loop was bound by its loads (11 per 18 multiply-adds, most split across cache lines):
@@ -109,8 +107,10 @@ pub(crate) fn weight_grad_pays(g: &Geom) -> bool {
 struct Blocking {
     /// `f32` lanes per vector.
     lanes: usize,
-    /// Output channels per forward block (`co · PV` accumulators).
+    /// Output channels per forward block (`co · pv` accumulators).
     co: usize,
+    /// Vectors of output positions per forward block.
+    pv: usize,
     /// Taps per weight-gradient pass (`DW_CO · taps` accumulators): 9, or 3 in three
     /// passes (one per kernel row).
     taps: usize,
@@ -118,28 +118,36 @@ struct Blocking {
 
 impl Blocking {
     /// With 32 registers (AVX-512, NEON; or 16 lanes, pulp's emulated AVX-512 in tests):
-    /// 8 × 3 = 24 forward accumulators plus three inputs and a broadcast, and 3 × 9 = 27
-    /// weight-gradient ones. With 16 (AVX2, scalar): 4 × 3 = 12 and 3 × 3 = 9.
-    fn of<S: Simd>() -> Self {
+    /// 8 channels × 3 vectors = 24 forward accumulators plus three inputs and a broadcast
+    /// (4 × 6 for layers of at most 4 output channels, which would otherwise compute 8 and
+    /// throw half away: ResNet-18 ×4's 4 → 4 layers), and 3 × 9 = 27 weight-gradient ones.
+    /// With 16 (AVX2, scalar): 4 × 3 = 12 and 3 × 3 = 9.
+    fn of<S: Simd>(cout: usize) -> Self {
         let wide = S::REGISTER_COUNT >= 32 || S::F32_LANES >= 16;
+        let (co, pv) = match (wide, cout <= 4) {
+            (true, false) => (8, 3),
+            (true, true) => (4, 6),
+            (false, _) => (4, 3),
+        };
         Blocking {
             lanes: S::F32_LANES,
-            co: if wide { 8 } else { 4 },
+            co,
+            pv,
             taps: if wide { 9 } else { 3 },
         }
     }
 
-    /// [`Blocking::of`] the instruction set `on` runs.
-    fn on(on: impl Dispatch) -> Self {
-        struct Of;
+    /// [`Blocking::of`] the instruction set `on` runs, for `cout` output channels.
+    fn on(on: impl Dispatch, cout: usize) -> Self {
+        struct Of(usize);
         impl WithSimd for Of {
             type Output = Blocking;
             #[inline(always)]
             fn with_simd<S: Simd>(self, _: S) -> Blocking {
-                Blocking::of::<S>()
+                Blocking::of::<S>(self.0)
             }
         }
-        on.run(Of)
+        on.run(Of(cout))
     }
 }
 
@@ -159,7 +167,7 @@ struct Plan {
 impl Plan {
     fn new(g: &Geom, blocking: Blocking) -> Self {
         let wp = g.w + 2;
-        let step = blocking.lanes * PV;
+        let step = blocking.lanes * blocking.pv;
         let q = (g.h * wp).div_ceil(step) * step;
         Plan {
             blocking,
@@ -206,7 +214,7 @@ fn forward_on(
         "conv_direct: geometry {g:?}"
     );
     assert!(x.len() == g.n * g.in_len() && weight.len() == g.weight_len());
-    let plan = Plan::new(g, Blocking::on(on));
+    let plan = Plan::new(g, Blocking::on(on, g.cout));
     let co = plan.blocking.co;
     let packed = pack_filters(g.cout, g.cin, co, weight);
     build(g.n * g.out_len(), g.out_len(), |i, o| {
@@ -268,7 +276,7 @@ pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
 /// block's 27 horizontal sums came once per sample instead of once per layer.
 fn weight_grad_on(on: impl Dispatch, g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
     assert!(x.len() == g.n * g.in_len() && grad_out.len() == g.n * g.out_len());
-    let plan = Plan::new(g, Blocking::on(on));
+    let plan = Plan::new(g, Blocking::on(on, g.cout));
     let (in_len, out_len) = (g.cin * plan.plane, g.cout * plan.q);
     let blocks = g.cout.div_ceil(DW_CO);
     let channels = |b: usize| -> [usize; DW_CO] {
@@ -332,32 +340,36 @@ fn pack_filters(cout: usize, cin: usize, co: usize, weight: &[f32]) -> Vec<f32> 
     packed
 }
 
-/// Copies `[c, h, w]` planes into zero-padded planes `plane` apart, each `wp = w + 2` wide:
-/// pixel `(y, x)` at `(y + 1)·wp + x + 1`. Every element is written (border and tail zero),
-/// so the scratch needs no clearing.
-fn pad_planes(src: &[f32], h: usize, w: usize, wp: usize, plane: usize, dst: &mut [f32]) {
-    for (s, d) in src.chunks_exact(h * w).zip(dst.chunks_exact_mut(plane)) {
-        d[..wp + 1].fill(0.0);
-        for (y, row) in s.chunks_exact(w).enumerate() {
-            let at = (y + 1) * wp + 1;
-            copy_run(&mut d[at..at + w], row);
-            // The right border of this row and the left border of the next.
-            d[at + w..at + w + 2].fill(0.0);
+wide! {
+    /// Copies `[c, h, w]` planes into zero-padded planes `plane` apart, each `wp = w + 2` wide:
+    /// pixel `(y, x)` at `(y + 1)·wp + x + 1`. Every element is written (border and tail zero),
+    /// so the scratch needs no clearing.
+    fn pad_planes(src: &[f32], h: usize, w: usize, wp: usize, plane: usize, dst: &mut [f32]) {
+        for (s, d) in src.chunks_exact(h * w).zip(dst.chunks_exact_mut(plane)) {
+            d[..wp + 1].fill(0.0);
+            for (y, row) in s.chunks_exact(w).enumerate() {
+                let at = (y + 1) * wp + 1;
+                copy_run(&mut d[at..at + w], row);
+                // The right border of this row and the left border of the next.
+                d[at + w..at + w + 2].fill(0.0);
+            }
+            d[(h + 1) * wp + 1..].fill(0.0);
         }
-        d[(h + 1) * wp + 1..].fill(0.0);
     }
 }
 
-/// Copies `[c, h, w]` planes into planes `q` long in the padded width (`wp` per row), with
-/// zeros in the two extra columns and the tail: an output gradient laid out like the
-/// forward's outputs, so that its thrown-away positions add nothing to the weight gradient.
-fn widen(src: &[f32], h: usize, w: usize, wp: usize, q: usize, dst: &mut [f32]) {
-    for (s, d) in src.chunks_exact(h * w).zip(dst.chunks_exact_mut(q)) {
-        for (y, row) in s.chunks_exact(w).enumerate() {
-            copy_run(&mut d[y * wp..y * wp + w], row);
-            d[y * wp + w..(y + 1) * wp].fill(0.0);
+wide! {
+    /// Copies `[c, h, w]` planes into planes `q` long in the padded width (`wp` per row), with
+    /// zeros in the two extra columns and the tail: an output gradient laid out like the
+    /// forward's outputs, so that its thrown-away positions add nothing to the weight gradient.
+    fn widen(src: &[f32], h: usize, w: usize, wp: usize, q: usize, dst: &mut [f32]) {
+        for (s, d) in src.chunks_exact(h * w).zip(dst.chunks_exact_mut(q)) {
+            for (y, row) in s.chunks_exact(w).enumerate() {
+                copy_run(&mut d[y * wp..y * wp + w], row);
+                d[y * wp + w..(y + 1) * wp].fill(0.0);
+            }
+            d[h * wp..].fill(0.0);
         }
-        d[h * wp..].fill(0.0);
     }
 }
 
@@ -382,14 +394,16 @@ impl WithSimd for SampleForward<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, s: S) {
-        let b = Blocking::of::<S>();
+        let b = self.plan.blocking;
         assert_eq!(
-            b, self.plan.blocking,
+            b.lanes,
+            S::F32_LANES,
             "conv_direct: planned for another vector width"
         );
-        match b.co {
-            8 => sample_forward::<S, 8>(s, self),
-            _ => sample_forward::<S, 4>(s, self),
+        match (b.co, b.pv) {
+            (8, 3) => sample_forward::<S, 8, 3>(s, self),
+            (4, 6) => sample_forward::<S, 4, 6>(s, self),
+            _ => sample_forward::<S, 4, 3>(s, self),
         }
     }
 }
@@ -400,7 +414,7 @@ impl WithSimd for SampleForward<'_> {
 /// output is the same chain of fused multiply-adds (input channels, then taps, in order)
 /// whatever the vector width, so the result has the same bits on every instruction set.
 #[inline(always)]
-fn sample_forward<S: Simd, const CO: usize>(s: S, a: SampleForward<'_>) {
+fn sample_forward<S: Simd, const CO: usize, const PV: usize>(s: S, a: SampleForward<'_>) {
     let SampleForward {
         input,
         packed,
@@ -411,7 +425,7 @@ fn sample_forward<S: Simd, const CO: usize>(s: S, a: SampleForward<'_>) {
     } = a;
     let (q, plane, step) = (plan.q, plan.plane, S::F32_LANES * PV);
     let offsets = tap_offsets(plan.wp);
-    assert_eq!(plan.blocking.co, CO);
+    assert_eq!((plan.blocking.co, plan.blocking.pv), (CO, PV));
     // Every read below stays inside these: the last block's last tap ends at `plane`.
     assert!(input.len() >= cin * plane && q + offsets[8] <= plane && q.is_multiple_of(step));
     assert!(packed.len() >= blocks * cin * 9 * CO && out.len() >= blocks * CO * q);
@@ -461,9 +475,10 @@ impl WithSimd for WeightGradBlock<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, s: S) {
-        let b = Blocking::of::<S>();
+        let b = self.plan.blocking;
         assert_eq!(
-            b, self.plan.blocking,
+            (b.lanes, b.taps),
+            (S::F32_LANES, Blocking::of::<S>(0).taps),
             "conv_direct: planned for another vector width"
         );
         let WeightGradBlock {

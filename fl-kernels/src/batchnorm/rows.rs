@@ -1,8 +1,9 @@
 //! BatchNorm over rows: the activation as `n` rows of `c · h · w` values, for maps of fewer
 //! than [`super::ROWS_BELOW`] pixels and for channels-last activations of any size. Per-position sums run down the rows (one vector
 //! add per position and sample, whatever the map size), then each channel's `h · w`
-//! positions are added up; per-channel coefficients are spread along a row so that
-//! normalising and the input gradient are one elementwise pass per row.
+//! positions are added up; per-channel coefficients are spread along a row (channels-last:
+//! along a tile of it, [`tile`]) so that normalising and the input gradient are one
+//! elementwise pass per row.
 
 use rayon::prelude::*;
 
@@ -13,6 +14,13 @@ use crate::types::Act;
 
 /// Positions per parallel piece of a column sum.
 const BLOCK: usize = 4096;
+
+/// Pixels a channels-last row's per-channel coefficients are tiled over for the elementwise
+/// passes (normalise, input gradient), which walk the row a tile at a time. Why not the
+/// whole row: spread along it, each coefficient array was as long as a sample's activation
+/// (75 KB for 96 channels on 14 × 14), five of them read per element of the input gradient
+/// from L2; a tile of 16 pixels stays in L1.
+const TILE_PIXELS: usize = 16;
 
 pub(super) fn statistics(s: &BnShape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let l = s.c * s.hw;
@@ -41,7 +49,7 @@ pub(super) fn statistics(s: &BnShape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
 
 pub(super) fn forward(s: &BnShape, x: &[f32], scale: &[f32], shift: &[f32], act: Act) -> Vec<f32> {
     let l = s.c * s.hw;
-    let (a, b) = (spread(s, scale), spread(s, shift));
+    let (a, b) = (tile(s, scale), tile(s, shift));
     build(s.len(), l, |i, y| {
         affine(y, &x[i * l..(i + 1) * l], &a, &b, act)
     })
@@ -77,12 +85,16 @@ pub(super) fn backward(a: &Saved<'_>, act: Act, want_dx: bool) -> BnGrads {
         .collect();
     let dx = want_dx.then(|| {
         let (k, mb, mg) = dx_terms(a, &dbeta, &dgamma);
+        // `k · (dz − mb − (x − mean) · inv · mg)` as `k · dz + x · c1 + c0`: three
+        // coefficients an element instead of five.
+        let c1: Vec<f32> = (0..s.c).map(|ch| -k[ch] * a.inv[ch] * mg[ch]).collect();
+        let c0: Vec<f32> = (0..s.c)
+            .map(|ch| -k[ch] * mb[ch] - a.mean[ch] * c1[ch])
+            .collect();
         let terms = Terms {
-            k: spread(s, &k),
-            mb: spread(s, &mb),
-            mean,
-            inv: spread(s, a.inv),
-            mg: spread(s, &mg),
+            k: tile(s, &k),
+            c1: tile(s, &c1),
+            c0: tile(s, &c0),
         };
         build(s.len(), l, |i, dx| {
             let at = i * l..(i + 1) * l;
@@ -104,13 +116,12 @@ struct Inputs<'a> {
     dy: &'a [f32],
 }
 
-/// The input gradient's per-channel terms (see `super::dx_terms`), spread along a row.
+/// The input gradient's per-channel terms, `dx = k · dz + x · c1 + c0` (see
+/// `super::dx_terms`), [`tile`]d.
 struct Terms {
     k: Vec<f32>,
-    mb: Vec<f32>,
-    mean: Vec<f32>,
-    inv: Vec<f32>,
-    mg: Vec<f32>,
+    c1: Vec<f32>,
+    c0: Vec<f32>,
 }
 
 /// `l` per-position sums, `f(piece, its first position)` filling pieces of [`BLOCK`] in
@@ -153,6 +164,16 @@ fn spread(s: &BnShape, per_channel: &[f32]) -> Vec<f32> {
     }
 }
 
+/// Per-channel values laid along the part of a row the elementwise passes take at a time:
+/// the whole row for planes ([`spread`]), [`TILE_PIXELS`] pixels' worth channels-last.
+fn tile(s: &BnShape, per_channel: &[f32]) -> Vec<f32> {
+    if s.channels_last {
+        per_channel.repeat(s.hw.min(TILE_PIXELS))
+    } else {
+        spread(s, per_channel)
+    }
+}
+
 wide! {
     /// `acc += x`.
     fn add(acc: &mut [f32], x: &[f32]) {
@@ -173,13 +194,18 @@ wide! {
 }
 
 wide! {
-    /// `y = act(x · a + b)`.
+    /// `y = act(x · a + b)` along a row, `a` and `b` [`tile`]d (the row taken a tile at a
+    /// time).
     fn affine(y: &mut [f32], x: &[f32], a: &[f32], b: &[f32], act: Act) {
-        let all = y.iter_mut().zip(x).zip(a).zip(b);
-        match act {
-            Act::None => all.for_each(|(((y, &x), &a), &b)| *y = x * a + b),
-            Act::Relu => all.for_each(|(((y, &x), &a), &b)| *y = (x * a + b).max(0.0)),
-            Act::Relu6 => all.for_each(|(((y, &x), &a), &b)| *y = (x * a + b).clamp(0.0, 6.0)),
+        for (y, x) in y.chunks_mut(a.len()).zip(x.chunks(a.len())) {
+            let all = y.iter_mut().zip(x).zip(a).zip(b);
+            match act {
+                Act::None => all.for_each(|(((y, &x), &a), &b)| *y = x * a + b),
+                Act::Relu => all.for_each(|(((y, &x), &a), &b)| *y = (x * a + b).max(0.0)),
+                Act::Relu6 => {
+                    all.for_each(|(((y, &x), &a), &b)| *y = (x * a + b).clamp(0.0, 6.0))
+                }
+            }
         }
     }
 }
@@ -207,12 +233,22 @@ fn dz_sums_masked<M: Mask>(s1: &mut [f32], s2: &mut [f32], v: &Inputs<'_>, mean:
 }
 
 wide! {
-    /// `dx = k · (dz − mb − (x − mean) · inv · mg)` along a row.
+    /// `dx = k · dz + x · c1 + c0` along a row, the terms [`tile`]d (the row taken a tile at
+    /// a time).
     fn input_gradient(dx: &mut [f32], v: &Inputs<'_>, t: &Terms, act: Act) {
-        match act {
-            Act::None => input_gradient_masked::<Identity>(dx, v, t),
-            Act::Relu => input_gradient_masked::<ReluMask>(dx, v, t),
-            Act::Relu6 => input_gradient_masked::<Relu6Mask>(dx, v, t),
+        let len = t.k.len();
+        let pieces = dx
+            .chunks_mut(len)
+            .zip(v.x.chunks(len))
+            .zip(v.y.chunks(len))
+            .zip(v.dy.chunks(len));
+        for (((dx, x), y), dy) in pieces {
+            let v = Inputs { x, y, dy };
+            match act {
+                Act::None => input_gradient_masked::<Identity>(dx, &v, t),
+                Act::Relu => input_gradient_masked::<ReluMask>(dx, &v, t),
+                Act::Relu6 => input_gradient_masked::<Relu6Mask>(dx, &v, t),
+            }
         }
     }
 }
@@ -221,8 +257,8 @@ wide! {
 fn input_gradient_masked<M: Mask>(dx: &mut [f32], v: &Inputs<'_>, t: &Terms) {
     let n = dx.len();
     let (x, y, dy) = (&v.x[..n], &v.y[..n], &v.dy[..n]);
-    let (k, mb, m, iv, mg) = (&t.k[..n], &t.mb[..n], &t.mean[..n], &t.inv[..n], &t.mg[..n]);
+    let (k, c1, c0) = (&t.k[..n], &t.c1[..n], &t.c0[..n]);
     for j in 0..n {
-        dx[j] = k[j] * (M::dz(y[j], dy[j]) - mb[j] - (x[j] - m[j]) * iv[j] * mg[j]);
+        dx[j] = k[j] * M::dz(y[j], dy[j]) + x[j] * c1[j] + c0[j];
     }
 }

@@ -15,7 +15,7 @@
 //! 16 outputs for `CO` output channels is `CO · PV` fused multiply-adds per input channel and
 //! tap, held in registers across all of them (`PV` loads and `CO` broadcasts feed them). The
 //! weight gradient is the same walk read the other way: per three output channels and one
-//! input channel, 27 vector accumulators (3 × 9 taps) over a group of samples' padded pixels.
+//! input channel, 27 vector accumulators (3 × 9 taps) over all the samples' padded pixels.
 //!
 //! The input gradient of such a layer is the same convolution of the output gradient with
 //! the flipped, transposed filters (`types::flip_transpose`). Samples are computed

@@ -32,12 +32,7 @@ pub(crate) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize
         }
         return g.stride == 2 && g.w <= 32 && g.wo() <= 16 && strided(g, x, col, ld, off);
     }
-    assert!(x.len() >= g.cin * pixels_in, "im2col: input length");
-    let rows = g.cin * taps;
-    assert!(
-        rows == 0 || (rows - 1) * ld + off + pixels_out <= col.len(),
-        "im2col: column buffer too small"
-    );
+    check_sizes(g, x.len(), col.len(), ld, off, pixels_out, "im2col");
     // For each tap, the input pixel each output pixel reads, and which of them lie inside.
     let mut index = [[0u32; 16]; MAX_TAPS];
     let mut inside = [0u16; MAX_TAPS];
@@ -53,7 +48,7 @@ pub(crate) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize
         }
     }
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: AVX-512 was checked (`available`); the asserts above keep every masked load
+    // SAFETY: AVX-512 was checked (`available`); `check_sizes` keeps every masked load
     // (`cin` planes of `pixels_in`) and store (`rows` rows of `pixels_out` from `off`,
     // `ld` apart) inside `x` and `col`.
     #[allow(unsafe_code)]
@@ -117,15 +112,30 @@ thread_local! {
     static SHIFTS: std::cell::RefCell<Option<Shifts>> = const { std::cell::RefCell::new(None) };
 }
 
+/// Panics unless the input (or input gradient) holds `g.cin` planes of `g.h × g.w` and the
+/// column buffer its `cin · k²` rows of `pixels`, `ld` apart from column `off`: what the
+/// kernels' unchecked loads and stores rely on.
+fn check_sizes(
+    g: &Geom,
+    data: usize,
+    col: usize,
+    ld: usize,
+    off: usize,
+    pixels: usize,
+    what: &str,
+) {
+    assert!(data >= g.cin * g.h * g.w, "{what}: input length");
+    let rows = g.cin * g.k * g.k;
+    assert!(
+        rows == 0 || (rows - 1) * ld + off + pixels <= col,
+        "{what}: column buffer too small"
+    );
+}
+
 /// [`im2col`] for a [`same_size`] geometry of any map size, by masked shifted loads.
 fn shifted(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) -> bool {
-    let (pixels, taps) = (g.h * g.w, g.k * g.k);
-    assert!(x.len() >= g.cin * pixels, "im2col: input length");
-    let rows = g.cin * taps;
-    assert!(
-        rows == 0 || (rows - 1) * ld + off + pixels <= col.len(),
-        "im2col: column buffer too small"
-    );
+    let pixels = g.h * g.w;
+    check_sizes(g, x.len(), col.len(), ld, off, pixels, "im2col");
     SHIFTS.with(|cell| {
         let mut cell = cell.borrow_mut();
         if cell
@@ -138,7 +148,7 @@ fn shifted(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) -> bool 
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-512 was checked (`available`); every lane loaded is inside its plane
         // (the masks keep exactly the taps inside the map, and a masked-off lane is neither
-        // read nor faulted on); the asserts above keep the stores (`rows` rows of `pixels`
+        // read nor faulted on); `check_sizes` keeps the stores (`rows` rows of `pixels`
         // from `off`, `ld` apart) inside `col`.
         #[allow(unsafe_code)]
         unsafe {
@@ -160,13 +170,8 @@ fn shifted(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) -> bool 
 /// per channel, kernel row and output row, the input row in two registers, and each tap's
 /// output row one masked two-register permute of them and one store.
 fn strided(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) -> bool {
-    let (pixels, taps) = (g.ho() * g.wo(), g.k * g.k);
-    assert!(x.len() >= g.cin * g.h * g.w, "im2col: input length");
-    let rows = g.cin * taps;
-    assert!(
-        rows == 0 || (rows - 1) * ld + off + pixels <= col.len(),
-        "im2col: column buffer too small"
-    );
+    let pixels = g.ho() * g.wo();
+    check_sizes(g, x.len(), col.len(), ld, off, pixels, "im2col");
     // Per kernel column: the input column each output column reads, and which lie inside.
     let mut index = [[0u32; 16]; 3];
     let mut inside = [0u16; 3];
@@ -184,7 +189,7 @@ fn strided(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) -> bool 
     }
     #[cfg(target_arch = "x86_64")]
     // SAFETY: AVX-512 was checked (`available`); loads are masked to the `w` pixels of an
-    // input row that exists; the asserts above keep the stores (`rows` rows of `ho · wo`
+    // input row that exists; `check_sizes` keeps the stores (`rows` rows of `ho · wo`
     // from `off`, `ld` apart) inside `col`.
     #[allow(unsafe_code)]
     unsafe {
@@ -209,13 +214,8 @@ pub(crate) fn col2im_add(g: &Geom, col: &[f32], ld: usize, off: usize, dx: &mut 
     if g.depthwise || g.stride != 2 || g.w > 32 || g.wo() > 16 || g.k > 3 || !available() {
         return false;
     }
-    let (pixels, taps) = (g.ho() * g.wo(), g.k * g.k);
-    assert!(dx.len() >= g.cin * g.h * g.w, "col2im: gradient length");
-    let rows = g.cin * taps;
-    assert!(
-        rows == 0 || (rows - 1) * ld + off + pixels <= col.len(),
-        "col2im: column buffer too small"
-    );
+    let pixels = g.ho() * g.wo();
+    check_sizes(g, dx.len(), col.len(), ld, off, pixels, "col2im");
     // Per kernel column and half row (input columns 0..16, 16..32): for each input column,
     // the output column whose tap reads it, and which input columns some output reads.
     let mut index = [[[0u32; 16]; 2]; 3];
@@ -231,7 +231,7 @@ pub(crate) fn col2im_add(g: &Geom, col: &[f32], ld: usize, off: usize, dx: &mut 
         }
     }
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: AVX-512 was checked (`available`); the asserts above keep the loads (`rows`
+    // SAFETY: AVX-512 was checked (`available`); `check_sizes` keeps the loads (`rows`
     // rows of `ho · wo` from `off`) inside `col`; `dx` is read and written only at the `w`
     // pixels of rows that exist.
     #[allow(unsafe_code)]

@@ -8,8 +8,9 @@ use rayon::prelude::*;
 /// Runs `f` with this thread's `T`, kept from call to call. Why not rayon's `map_init`: that
 /// makes a fresh `T` for every piece rayon splits a loop into, so every layer regrew (zeroed
 /// and page-faulted) its buffers: 7 % of a ResNet-18 training step went to that `memset`. A
-/// re-entrant call on the same thread (none of the kernels nests parallel loops, but a
-/// future one might steal work while it waits) gets a fresh `T` instead of a borrow panic.
+/// re-entrant call on the same thread (a kernel that runs a parallel loop while it holds its
+/// buffer, as `conv/direct.rs`'s weight gradient does, may steal other work while it waits)
+/// gets a fresh `T` instead of a borrow panic.
 pub(crate) fn with_local<T: Default + 'static, R>(
     key: &'static LocalKey<RefCell<T>>,
     f: impl FnOnce(&mut T) -> R,

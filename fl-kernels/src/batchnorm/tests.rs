@@ -146,6 +146,27 @@ fn both_orders_match_the_definition() {
     }
 }
 
+/// An input whose mean is large against its spread (mean/σ ≈ 10³) still gets its input
+/// gradient to float rounding, in both orders: the gradient is formed from `x − mean`, not
+/// from `x` with the mean folded into a constant, which would cancel two large terms (6e-5
+/// relative error here).
+#[test]
+fn input_gradient_survives_a_large_mean() {
+    for (n, c, hw, channels_last) in [(3, 5, 49, false), (3, 24, 49, true), (2, 4, 196, false)] {
+        let s = BnShape {
+            n,
+            c,
+            hw,
+            channels_last,
+        };
+        let [x, gamma, beta, dy] = inputs(&s, 5);
+        let x: Vec<f32> = x.iter().map(|v| v / 6.0 + 1000.0).collect();
+        let got = run(&s, &x, &gamma, &beta, &dy, Act::None);
+        let r = reference(&s, &x, &gamma, &beta, &dy, Act::None);
+        close(&got[3], &r.dx, "dx with a large mean", &s);
+    }
+}
+
 /// The row order on a shape the plane order would take gives the same values (to float
 /// rounding): they are one computation in two loop orders.
 #[test]

@@ -276,6 +276,9 @@ pub(crate) fn weight_grad(g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
 /// block's 27 horizontal sums came once per sample instead of once per layer.
 fn weight_grad_on(on: impl Dispatch, g: &Geom, x: &[f32], grad_out: &[f32]) -> Vec<f32> {
     assert!(x.len() == g.n * g.in_len() && grad_out.len() == g.n * g.out_len());
+    if g.n == 0 {
+        return vec![0.0; g.weight_len()];
+    }
     let plan = Plan::new(g, Blocking::on(on, g.cout));
     let (in_len, out_len) = (g.cin * plan.plane, g.cout * plan.q);
     let blocks = g.cout.div_ceil(DW_CO);
@@ -665,6 +668,21 @@ mod tests {
                     }
                 }
             }
+        });
+    }
+
+    /// An empty batch: no outputs, no input gradient, a zero weight gradient (no panic).
+    #[test]
+    fn empty_batch() {
+        let g = geom(0, 4, 14, 14, 4);
+        let wt = values(g.weight_len(), 1);
+        on_every_isa(|name, run| {
+            let (y, dx, dw) = run(&g, &[], &wt, &[]);
+            assert!(y.is_empty() && dx.is_empty(), "{name}");
+            assert!(
+                dw.len() == g.weight_len() && dw.iter().all(|&v| v == 0.0),
+                "{name}"
+            );
         });
     }
 

@@ -68,9 +68,9 @@ fn shift_plan(g: &Geom, kh: usize, kw: usize) -> (isize, usize, usize, usize, us
 }
 
 /// The part of `dst[a..b]` (in dst indices) whose source index `i + shift` lies in
-/// `0..len`.
+/// `0..len` (empty at `b` when none does: a one-row map's first and last kernel rows).
 fn overlap(a: usize, b: usize, shift: isize, len: usize) -> (usize, usize) {
-    let lo = (a as isize).max(-shift).max(0) as usize;
+    let lo = (a as isize).max(-shift).max(0).min(b as isize) as usize;
     let hi = ((b as isize).min(len as isize - shift).max(lo as isize)) as usize;
     (lo, hi)
 }
@@ -99,8 +99,10 @@ pub(crate) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, of
                     let (a, b) = overlap(oh_lo * wo, oh_hi * wo, shift, plane_len);
                     dst[..a].fill(0.0);
                     dst[b..].fill(0.0);
-                    let from = (a as isize + shift) as usize;
-                    dst[a..b].copy_from_slice(&plane[from..from + (b - a)]);
+                    if a < b {
+                        let from = (a as isize + shift) as usize;
+                        dst[a..b].copy_from_slice(&plane[from..from + (b - a)]);
+                    }
                     // The shifted copy wrapped these columns round from the next row.
                     if lo > 0 || hi < wo {
                         for r in dst.chunks_exact_mut(wo) {
@@ -163,9 +165,11 @@ fn col2im_general(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f3
                         }
                     }
                     let (a, b) = overlap(oh_lo * wo, oh_hi * wo, shift, plane_len);
-                    let from = (a as isize + shift) as usize;
-                    for (d, v) in plane[from..from + (b - a)].iter_mut().zip(&srcrow[a..b]) {
-                        *d += *v;
+                    if a < b {
+                        let from = (a as isize + shift) as usize;
+                        for (d, v) in plane[from..from + (b - a)].iter_mut().zip(&srcrow[a..b]) {
+                            *d += *v;
+                        }
                     }
                     continue;
                 }
@@ -414,6 +418,10 @@ mod tests {
             (14, 14, 3, 1, 1),
             (5, 9, 3, 1, 1),
             (6, 5, 1, 1, 0),
+            // One row or one column: whole kernel rows (columns) fall outside.
+            (1, 5, 3, 1, 1),
+            (1, 20, 3, 1, 1),
+            (6, 1, 3, 1, 1),
             // Stride 2 on rows of up to 32 pixels (two-register permutes): ResNet-18's
             // downsampling 3 × 3 and 1 × 1 layers, odd sizes.
             (28, 28, 3, 2, 1),

@@ -159,6 +159,8 @@ mod tests {
             (3, 4, 7, 7, 6, 3, 2, 1, false),
             (5, 2, 3, 3, 3, 3, 2, 1, false),
             (4, 6, 2, 2, 2, 3, 1, 1, false),
+            // One row: the first and last kernel rows read nothing.
+            (2, 3, 1, 5, 2, 3, 1, 1, false),
             // 1 × 1, including strided ones.
             (3, 5, 4, 4, 7, 1, 1, 0, false),
             (3, 5, 5, 5, 2, 1, 2, 0, false),

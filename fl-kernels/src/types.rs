@@ -84,6 +84,14 @@ impl Geom {
         }
     }
 
+    /// Stride 1 with output and input maps of the same size ("same" padding): then an
+    /// im2col row is the whole input plane shifted by one offset, with the taps that fall
+    /// outside zeroed (`conv/im2col.rs` copies it in one piece, `simd/im2col.rs` in masked
+    /// loads).
+    pub(crate) fn same_size(&self) -> bool {
+        self.stride == 1 && self.ho() == self.h && self.wo() == self.w
+    }
+
     /// 1 × 1, stride 1, no padding: the input already is the im2col matrix.
     pub(crate) fn pointwise(&self) -> bool {
         self.k == 1 && self.stride == 1 && self.pad == 0

@@ -93,7 +93,12 @@ pub(super) fn backward(a: &Saved<'_>, act: Act, want_dx: bool) -> BnGrads {
         let c0: Vec<f32> = (0..s.c).map(|ch| -k[ch] * mb[ch]).collect();
         let terms = Terms {
             k: tile(s, &k),
-            mean: tile(s, a.mean),
+            // Planes' tile is the whole row: the spread the sums above used.
+            mean: if s.channels_last {
+                tile(s, a.mean)
+            } else {
+                mean
+            },
             c1: tile(s, &c1),
             c0: tile(s, &c0),
         };

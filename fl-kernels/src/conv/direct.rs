@@ -279,7 +279,15 @@ fn weight_grad_on(on: impl Dispatch, g: &Geom, x: &[f32], grad_out: &[f32]) -> V
     if g.n == 0 {
         return vec![0.0; g.weight_len()];
     }
-    let plan = Plan::new(g, Blocking::on(on, g.cout));
+    // Positions in whole vectors only: the weight gradient has no blocks of several vectors
+    // (a 4-channel layer's forward blocks of 6 would pad 14 × 16 positions to 288, not 224).
+    let plan = Plan::new(
+        g,
+        Blocking {
+            pv: 1,
+            ..Blocking::on(on, g.cout)
+        },
+    );
     let (in_len, out_len) = (g.cin * plan.plane, g.cout * plan.q);
     let blocks = g.cout.div_ceil(DW_CO);
     let channels = |b: usize| -> [usize; DW_CO] {

@@ -49,15 +49,8 @@ fn input_row(g: &Geom, oh: usize, kh: usize) -> Option<usize> {
     (ih >= 0 && (ih as usize) < g.h).then_some(ih as usize)
 }
 
-/// Whether output and input maps have the same size at stride 1 ("same" padding): then an
-/// im2col row is the whole input plane shifted by one offset, with a few border elements
-/// zeroed, and it is copied in one piece instead of row by row.
-fn same_size(g: &Geom) -> bool {
-    g.stride == 1 && g.ho() == g.h && g.wo() == g.w
-}
-
-/// For [`same_size`] geometries: the signed shift from an im2col row to its input plane, the
-/// range of output rows whose input row exists, and the valid output columns.
+/// For [`Geom::same_size`] geometries: the signed shift from an im2col row to its input
+/// plane, the range of output rows whose input row exists, and the valid output columns.
 fn shift_plan(g: &Geom, kh: usize, kw: usize) -> (isize, usize, usize, usize, usize) {
     let w = g.w as isize;
     let shift = (kh as isize - g.pad as isize) * w + (kw as isize - g.pad as isize);
@@ -94,7 +87,7 @@ pub(crate) fn im2col_general(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, of
             for kw in 0..k {
                 let row = (c * k + kh) * k + kw;
                 let dst = &mut col[row * ld + off..row * ld + off + ho * wo];
-                if same_size(g) {
+                if g.same_size() {
                     let (shift, oh_lo, oh_hi, lo, hi) = shift_plan(g, kh, kw);
                     let (a, b) = overlap(oh_lo * wo, oh_hi * wo, shift, plane_len);
                     dst[..a].fill(0.0);
@@ -155,7 +148,7 @@ fn col2im_general(g: &Geom, col: &mut [f32], ld: usize, off: usize, dx: &mut [f3
             for kw in 0..k {
                 let row = (c * k + kh) * k + kw;
                 let srcrow = &mut col[row * ld + off..row * ld + off + ho * wo];
-                if same_size(g) {
+                if g.same_size() {
                     let (shift, oh_lo, oh_hi, lo, hi) = shift_plan(g, kh, kw);
                     // Clear what would wrap onto a neighbouring row, then add in one piece.
                     if lo > 0 || hi < wo {
@@ -394,7 +387,8 @@ mod tests {
     /// `simd/im2col.rs`'s matrix is the same as [`im2col_general`]'s (checked against the
     /// convolution's definition through the dispatcher's tests) on 4 × 4, 3 × 3, 2 × 2 and
     /// 4 × 3 maps, strides 1 and 2, padding 0 and 1, kernels 1 and 3, and on larger "same"
-    /// maps; nothing outside the sample's columns written. AVX-512 only: elsewhere it says so and checks nothing.
+    /// maps; nothing outside the sample's columns written. AVX-512 only: elsewhere it says
+    /// so and checks nothing.
     #[test]
     fn matches_the_general_im2col() {
         if !crate::isa::avx512() {

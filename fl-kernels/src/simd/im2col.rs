@@ -3,8 +3,9 @@
 //! of that register and one store. Larger maps at stride 1 with "same" padding (7 × 7 and
 //! up): an im2col row is the plane shifted by one offset with the taps that fall outside
 //! zeroed, so each 16 of its elements are one masked load at that offset and one store, the
-//! masks computed once per geometry and thread. Stride-2 rows ([`copy_strided`], [`add_strided`]): every other element
-//! of two registers, one two-register permute per 16 outputs.
+//! masks computed once per geometry and thread. Stride-2 rows ([`copy_strided`],
+//! [`add_strided`]): every other element of two registers, one two-register permute per 16
+//! outputs.
 //!
 //! Why: `conv_im2col::im2col` builds a row per (channel, tap) with a shifted copy and then
 //! zeroes the borders row by row; on a 4 × 4 map a row is 16 elements in four runs of four,
@@ -27,7 +28,7 @@ pub(crate) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize
         return false;
     }
     if pixels_in > 16 || pixels_out > 16 {
-        if same_size(g) {
+        if g.same_size() {
             return shifted(g, x, col, ld, off);
         }
         return g.stride == 2 && g.w <= 32 && g.wo() <= 16 && strided(g, x, col, ld, off);
@@ -67,13 +68,8 @@ pub(crate) fn im2col(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize
     true
 }
 
-/// Stride 1 with output and input maps of the same size ("same" padding).
-fn same_size(g: &Geom) -> bool {
-    g.stride == 1 && g.ho() == g.h && g.wo() == g.w
-}
-
-/// Per tap of a [`same_size`] geometry: the signed offset from an output pixel to the input
-/// pixel it reads, and per 16 output pixels the mask of those whose input lies inside.
+/// Per tap of a [`Geom::same_size`] geometry: the signed offset from an output pixel to the
+/// input pixel it reads, and per 16 output pixels the mask of those whose input lies inside.
 struct Shifts {
     key: (usize, usize, usize, usize),
     offsets: Vec<isize>,
@@ -132,7 +128,7 @@ fn check_sizes(
     );
 }
 
-/// [`im2col`] for a [`same_size`] geometry of any map size, by masked shifted loads.
+/// [`im2col`] for a [`Geom::same_size`] geometry of any map size, by masked shifted loads.
 fn shifted(g: &Geom, x: &[f32], col: &mut [f32], ld: usize, off: usize) -> bool {
     let pixels = g.h * g.w;
     check_sizes(g, x.len(), col.len(), ld, off, pixels, "im2col");

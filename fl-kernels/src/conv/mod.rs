@@ -161,6 +161,11 @@ mod tests {
             (4, 6, 2, 2, 2, 3, 1, 1, false),
             // One row: the first and last kernel rows read nothing.
             (2, 3, 1, 5, 2, 3, 1, 1, false),
+            // Stacked groups padded to whole vectors (245 → 256 and 225 → 240 columns; the
+            // second group one sample short), weight gradients written transposed
+            // (`im2col::dw_transposed`).
+            (11, 16, 7, 7, 16, 3, 1, 1, false),
+            (9, 8, 9, 9, 32, 3, 2, 1, false),
             // 1 × 1, including strided ones.
             (3, 5, 4, 4, 7, 1, 1, 0, false),
             (3, 5, 5, 5, 2, 1, 2, 0, false),
@@ -220,6 +225,7 @@ mod tests {
             // Stacked groups (4 × 4 maps: two groups of ten), one sample per group, Winograd
             // F(2 × 2) and F(4 × 4), direct 3 × 3, depthwise channels-innermost and planar.
             (20, 8, 4, 4, 8, 3, 1, 1, false),
+            (20, 16, 7, 7, 16, 3, 1, 1, false),
             (20, 3, 16, 16, 4, 3, 1, 1, false),
             (7, 5, 5, 5, 6, 1, 1, 0, false),
             (20, 32, 7, 7, 32, 3, 1, 1, false),
@@ -336,11 +342,11 @@ mod tests {
             }
             let path = format!("{:?}", path(&g));
             println!(
-                "{count} × {cin:>3}→{cout:<3} {size:>2}² k{k} s{stride} {path:<15} fwd {f:6.2} dx {dx:6.2} dw {dw:6.2} ms",
+                "{count} × {cin:>3}→{cout:<3} {size:>2}² k{k} s{stride} {path:<15} fwd {f:6.3} dx {dx:6.3} dw {dw:6.3} ms",
             );
         }
         println!(
-            "step: fwd {:.1} dx {:.1} dw {:.1} ms, all {:.1}",
+            "step: fwd {:.2} dx {:.2} dw {:.2} ms, all {:.2}",
             total[0],
             total[1],
             total[2],

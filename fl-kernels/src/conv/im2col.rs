@@ -346,7 +346,7 @@ pub(crate) fn backward(
 /// 0.42 → 0.33–0.34; but ×16 128 → 128 on 4² 0.87–0.94 → 1.00–1.02 and ×64 512 → 512
 /// 12 → 19 ms.
 fn dw_transposed(g: &Geom) -> bool {
-    g.cout % 16 == 0 && g.cout <= 64 && g.kdim() > g.cout
+    g.cout.is_multiple_of(16) && g.cout <= 64 && g.kdim() > g.cout
 }
 
 /// `src` `[rows, cols]` → `[cols, rows]`.

@@ -6,7 +6,9 @@
 //! (batch, height, width), `epsilon` inside the square root (the caller passes
 //! `inv = 1 / √(var + ε)`). The forward reads the input twice (statistics, then normalise +
 //! activate), the backward twice (two per-channel sums, then the input gradient), with the
-//! activation's mask taken from the saved output.
+//! activation's mask taken from the saved output. [`forward_add`] adds a residual before
+//! the activation (a residual block's sum in the same pass); its gradient is
+//! [`activation_gradient`], which also feeds the BatchNorm's backward.
 //!
 //! Two loop orders of the same arithmetic, by map size:
 //! - `planes.rs` (maps of [`ROWS_BELOW`] pixels and more): one `(sample, channel)` plane at a
@@ -95,13 +97,108 @@ pub fn forward(
     beta: &[f32],
     act: Act,
 ) -> Vec<f32> {
+    forward_add(s, x, None, mean, inv, gamma, beta, act)
+}
+
+/// [`forward`] with a residual added before the activation, `act(x · scale + shift + r)`:
+/// a residual block's last BatchNorm, its shortcut and the activation after the sum in one
+/// pass (ResNet's `relu(bn(conv(…)) + skip)`, MobileNet-V2's `skip + bn(conv(…))`). The
+/// sum is rounded as the separate ops round it (`x · scale + shift`, then `+ r`), so the bits
+/// are theirs. The gradient that flows back into both the BatchNorm and `r` is
+/// [`activation_gradient`]'s.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_add(
+    s: &BnShape,
+    x: &[f32],
+    residual: Option<&[f32]>,
+    mean: &[f32],
+    inv: &[f32],
+    gamma: &[f32],
+    beta: &[f32],
+    act: Act,
+) -> Vec<f32> {
     assert_eq!(x.len(), s.len(), "batchnorm: input is not n · c · hw");
+    if let Some(r) = residual {
+        assert_eq!(r.len(), s.len(), "batchnorm: residual is not n · c · hw");
+    }
     let scale: Vec<f32> = (0..s.c).map(|ch| gamma[ch] * inv[ch]).collect();
     let shift: Vec<f32> = (0..s.c).map(|ch| beta[ch] - mean[ch] * scale[ch]).collect();
+    let c = Coefficients {
+        scale: &scale,
+        shift: &shift,
+        act,
+    };
     if s.by_rows() {
-        rows::forward(s, x, &scale, &shift, act)
+        rows::forward(s, x, residual, &c)
     } else {
-        planes::forward(s, x, &scale, &shift, act)
+        planes::forward(s, x, residual, &c)
+    }
+}
+
+/// The normalisation's per-channel `scale` and `shift` and the activation after it.
+struct Coefficients<'a> {
+    scale: &'a [f32],
+    shift: &'a [f32],
+    act: Act,
+}
+
+/// `dy` through the activation whose output is `y`: `dy` where it passed gradient, else 0.
+/// What flows into a [`forward_add`]'s residual, and into its BatchNorm as [`backward`]'s
+/// `dy` with [`Act::None`].
+pub fn activation_gradient(y: &[f32], dy: &[f32], act: Act) -> Vec<f32> {
+    assert_eq!(
+        y.len(),
+        dy.len(),
+        "batchnorm: output and gradient lengths differ"
+    );
+    const PIECE: usize = 1 << 14;
+    crate::scratch::build(y.len(), PIECE, |i, out| {
+        let at = i * PIECE..i * PIECE + out.len();
+        masked(out, &y[at.clone()], &dy[at], act)
+    })
+}
+
+/// `y = act(y + r)` in place: the residual sum after an evaluation-mode convolution whose
+/// BatchNorm was folded into it (`Epilogue` without activation), as [`forward_add`] rounds
+/// it.
+pub fn add_activate(y: &mut [f32], r: &[f32], act: Act) {
+    use rayon::prelude::*;
+    assert_eq!(y.len(), r.len(), "batchnorm: residual length");
+    const PIECE: usize = 1 << 14;
+    y.par_chunks_mut(PIECE)
+        .zip(r.par_chunks(PIECE))
+        .for_each(|(y, r)| sum_activate(y, r, act));
+}
+
+crate::simd::wide! {
+    /// `y = act(y + r)`.
+    fn sum_activate(y: &mut [f32], r: &[f32], act: Act) {
+        let all = y.iter_mut().zip(r);
+        match act {
+            Act::None => all.for_each(|(y, &r)| *y += r),
+            Act::Relu => all.for_each(|(y, &r)| *y = (*y + r).max(0.0)),
+            Act::Relu6 => all.for_each(|(y, &r)| *y = (*y + r).clamp(0.0, 6.0)),
+        }
+    }
+}
+
+crate::simd::wide! {
+    /// `out = dy` where the activation passed gradient at `y`, else 0.
+    fn masked(out: &mut [f32], y: &[f32], dy: &[f32], act: Act) {
+        match act {
+            Act::None => out.copy_from_slice(dy),
+            Act::Relu => masked_by::<ReluMask>(out, y, dy),
+            Act::Relu6 => masked_by::<Relu6Mask>(out, y, dy),
+        }
+    }
+}
+
+#[inline(always)]
+fn masked_by<M: Mask>(out: &mut [f32], y: &[f32], dy: &[f32]) {
+    let n = out.len();
+    let (y, dy) = (&y[..n], &dy[..n]);
+    for j in 0..n {
+        out[j] = M::dz(y[j], dy[j]);
     }
 }
 

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::{BnGrads, BnShape, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
+use super::{BnGrads, BnShape, Coefficients, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
 use crate::scratch::zeroed;
 use crate::types::Act;
 
@@ -47,22 +47,39 @@ pub(super) fn statistics(s: &BnShape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
     stats.into_iter().unzip()
 }
 
-pub(super) fn forward(s: &BnShape, x: &[f32], scale: &[f32], shift: &[f32], act: Act) -> Vec<f32> {
+pub(super) fn forward(
+    s: &BnShape,
+    x: &[f32],
+    residual: Option<&[f32]>,
+    c: &Coefficients<'_>,
+) -> Vec<f32> {
     let mut y = zeroed(s.len());
     y.par_chunks_mut(s.hw)
         .zip(x.par_chunks(s.hw))
         .enumerate()
         .for_each(|(i, (y, x))| {
             let ch = i % s.c;
-            let (a, b) = (scale[ch], shift[ch]);
-            let pairs = y.iter_mut().zip(x);
-            match act {
-                Act::None => pairs.for_each(|(y, &x)| *y = x * a + b),
-                Act::Relu => pairs.for_each(|(y, &x)| *y = (x * a + b).max(0.0)),
-                Act::Relu6 => pairs.for_each(|(y, &x)| *y = (x * a + b).clamp(0.0, 6.0)),
+            let (a, b) = (c.scale[ch], c.shift[ch]);
+            match residual {
+                None => plane(y, x, |x| x * a + b, c.act),
+                Some(r) => {
+                    let r = &r[i * s.hw..(i + 1) * s.hw];
+                    plane(y, x.iter().zip(r), |(x, r)| x * a + b + r, c.act)
+                }
             }
         });
     y
+}
+
+/// `y = act(f(v))` for the values `v` of a plane.
+#[inline(always)]
+fn plane<V>(y: &mut [f32], v: impl IntoIterator<Item = V>, f: impl Fn(V) -> f32, act: Act) {
+    let pairs = y.iter_mut().zip(v);
+    match act {
+        Act::None => pairs.for_each(|(y, v)| *y = f(v)),
+        Act::Relu => pairs.for_each(|(y, v)| *y = f(v).max(0.0)),
+        Act::Relu6 => pairs.for_each(|(y, v)| *y = f(v).clamp(0.0, 6.0)),
+    }
 }
 
 pub(super) fn backward(a: &Saved<'_>, act: Act, want_dx: bool) -> BnGrads {

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::{BnGrads, BnShape, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
+use super::{BnGrads, BnShape, Coefficients, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
 use crate::scratch::build;
 use crate::simd::wide;
 use crate::types::Act;
@@ -47,11 +47,20 @@ pub(super) fn statistics(s: &BnShape, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
     (mean, var)
 }
 
-pub(super) fn forward(s: &BnShape, x: &[f32], scale: &[f32], shift: &[f32], act: Act) -> Vec<f32> {
+pub(super) fn forward(
+    s: &BnShape,
+    x: &[f32],
+    residual: Option<&[f32]>,
+    c: &Coefficients<'_>,
+) -> Vec<f32> {
     let l = s.c * s.hw;
-    let (a, b) = (tile(s, scale), tile(s, shift));
+    let (a, b) = (tile(s, c.scale), tile(s, c.shift));
     build(s.len(), l, |i, y| {
-        affine(y, &x[i * l..(i + 1) * l], &a, &b, act)
+        let at = i * l..(i + 1) * l;
+        match residual {
+            None => affine(y, &x[at], &a, &b, c.act),
+            Some(r) => affine_add(y, &x[at.clone()], &r[at], &a, &b, c.act),
+        }
     })
 }
 
@@ -212,6 +221,26 @@ wide! {
                 Act::Relu6 => {
                     all.for_each(|(((y, &x), &a), &b)| *y = (x * a + b).clamp(0.0, 6.0))
                 }
+            }
+        }
+    }
+}
+
+wide! {
+    /// `y = act(x · a + b + r)` along a row, as [`affine`].
+    fn affine_add(y: &mut [f32], x: &[f32], r: &[f32], a: &[f32], b: &[f32], act: Act) {
+        let len = a.len();
+        for ((y, x), r) in y.chunks_mut(len).zip(x.chunks(len)).zip(r.chunks(len)) {
+            let all = y.iter_mut().zip(x).zip(r).zip(a).zip(b);
+            let f = |x: f32, r: f32, a: f32, b: f32| x * a + b + r;
+            match act {
+                Act::None => all.for_each(|((((y, &x), &r), &a), &b)| *y = f(x, r, a, b)),
+                Act::Relu => {
+                    all.for_each(|((((y, &x), &r), &a), &b)| *y = f(x, r, a, b).max(0.0))
+                }
+                Act::Relu6 => all.for_each(|((((y, &x), &r), &a), &b)| {
+                    *y = f(x, r, a, b).clamp(0.0, 6.0)
+                }),
             }
         }
     }

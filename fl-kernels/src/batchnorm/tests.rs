@@ -186,8 +186,13 @@ fn rows_and_planes_agree() {
     let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + 1e-5).sqrt()).collect();
     let scale: Vec<f32> = (0..s.c).map(|c| gamma[c] * inv[c]).collect();
     let shift: Vec<f32> = (0..s.c).map(|c| beta[c] - mean[c] * scale[c]).collect();
-    let y = planes::forward(&s, &x, &scale, &shift, Act::Relu6);
-    let y_r = rows::forward(&s, &x, &scale, &shift, Act::Relu6);
+    let c = Coefficients {
+        scale: &scale,
+        shift: &shift,
+        act: Act::Relu6,
+    };
+    let y = planes::forward(&s, &x, None, &c);
+    let y_r = rows::forward(&s, &x, None, &c);
     assert_eq!(y, y_r, "the forward is the same arithmetic in both orders");
     let a = Saved {
         s: &s,
@@ -203,6 +208,61 @@ fn rows_and_planes_agree() {
     close(&r.dx.unwrap(), &to64(&p.dx.unwrap()), "dx", &s);
     close(&r.dgamma, &to64(&p.dgamma), "dgamma", &s);
     close(&r.dbeta, &to64(&p.dbeta), "dbeta", &s);
+}
+
+/// A residual added before the activation gives the bits of the separate ops it replaces
+/// (BatchNorm without activation, `+ r`, the activation), in both orders and channels-last;
+/// the activation's gradient is `dy` where the output passed it (on lengths over one of
+/// its parallel pieces too).
+#[test]
+fn residual_sum_is_the_separate_ops() {
+    for (seed, (n, c, hw, channels_last)) in [
+        (3, 7, 49, false),
+        (3, 4, 784, false),
+        (3, 8, 784, true),
+        (2, 48, 196, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let s = BnShape {
+            n,
+            c,
+            hw,
+            channels_last,
+        };
+        let [x, gamma, beta, dy] = inputs(&s, 20 + seed as u64);
+        let r: Vec<f32> = values(s.len(), 40 + seed as u64)
+            .iter()
+            .map(|v| v * 3.0)
+            .collect();
+        let (mean, var) = statistics(&s, &x);
+        let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + 1e-5).sqrt()).collect();
+        let plain = forward(&s, &x, &mean, &inv, &gamma, &beta, Act::None);
+        for act in [Act::None, Act::Relu, Act::Relu6] {
+            let y = forward_add(&s, &x, Some(&r), &mean, &inv, &gamma, &beta, act);
+            let want: Vec<f32> = plain
+                .iter()
+                .zip(&r)
+                .map(|(&v, &r)| match act {
+                    Act::None => v + r,
+                    Act::Relu => (v + r).max(0.0),
+                    Act::Relu6 => (v + r).clamp(0.0, 6.0),
+                })
+                .collect();
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&y), bits(&want), "{act:?} {s:?}");
+            let dz = activation_gradient(&y, &dy, act);
+            for ((&d, &y), &g) in dz.iter().zip(&y).zip(&dy) {
+                let pass = match act {
+                    Act::None => true,
+                    Act::Relu => y > 0.0,
+                    Act::Relu6 => y > 0.0 && y < 6.0,
+                };
+                assert_eq!(d.to_bits(), if pass { g } else { 0.0 }.to_bits(), "{act:?}");
+            }
+        }
+    }
 }
 
 /// One thread or two, the same bits (each order sums in a fixed order); and no input
@@ -267,14 +327,23 @@ fn bn_times_on_one_thread() {
         (1, 80, 4, Act::None),
         (1, 1280, 4, Act::Relu6),
     ];
+    // `BN_MODEL=resnet18x4`: ResNet-18 ×4's (planar) BatchNorms instead.
+    let resnet = [
+        (5, 4, 784, Act::Relu),
+        (5, 8, 196, Act::Relu),
+        (5, 16, 49, Act::Relu),
+        (5, 32, 16, Act::Relu),
+    ];
+    let channels_last = std::env::var("BN_MODEL").map_or(true, |m| m != "resnet18x4");
+    let layers: &[(usize, usize, usize, Act)] = if channels_last { &layers } else { &resnet };
     let reps = 50;
     let mut total = [0.0f64; 3];
-    for (count, c, hw, act) in layers {
+    for &(count, c, hw, act) in layers {
         let s = BnShape {
             n: 20,
             c,
             hw,
-            channels_last: true,
+            channels_last,
         };
         let [x, gamma, beta, dy] = inputs(&s, 3);
         let (mean, var) = statistics(&s, &x);

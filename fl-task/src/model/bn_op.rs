@@ -5,12 +5,17 @@
 //! full passes over the activation forward and backward, and ReLU6's backward is `clamp`'s
 //! two masks plus `mask_fill`, 18–25 % of a MobileNet-V2 step on `flex`. The loops are
 //! fl-kernels' [`fl_kernels::batchnorm`] (two passes forward, two backward, the
-//! activation's mask taken from the saved output); this file is the autodiff glue.
+//! activation's mask taken from the saved output); this file is the autodiff glue. A
+//! residual block's last BatchNorm also takes the block's shortcut, `act(BatchNorm(x) +
+//! skip)` as one op (`BnAddActBackward`): Burn's `+` and ReLU after it were two more
+//! passes and allocations forward and a mask and a sum backward, 4–5 % of a ResNet-18 ×4
+//! training step (perf, 2026-12-07).
 //!
 //! Semantics are Burn's `BatchNorm` in training: batch mean and biased variance over
 //! (batch, height, width), `epsilon` inside the square root; the caller updates the running
 //! statistics from the returned mean and variance.
 
+use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
@@ -37,7 +42,8 @@ pub(crate) struct BnActOutput {
 }
 
 /// The fused op, or `None` when the tensors are not on `Autodiff<Flex>` (the caller then
-/// composes BatchNorm from tensor ops).
+/// composes BatchNorm from tensor ops). With `skip`, a residual block's sum:
+/// `act(BatchNorm(x) + skip)` in one pass, its gradient flowing into both.
 pub(crate) fn bn_act_train(
     x: &Tensor<4>,
     gamma: &Tensor<1>,
@@ -45,11 +51,17 @@ pub(crate) fn bn_act_train(
     epsilon: f64,
     act: Act,
     layout: Layout,
+    skip: Option<&Tensor<4>>,
 ) -> Option<BnActOutput> {
     let xp = x.clone().try_into_primitive::<FlexAd>().ok()?;
     let gp = gamma.clone().try_into_primitive::<FlexAd>().ok()?;
     let bp = beta.clone().try_into_primitive::<FlexAd>().ok()?;
-    let (y, mean, var) = bn_autodiff(xp, gp, bp, Shape::of(x, epsilon, act, layout));
+    let rp = match skip {
+        Some(r) if r.dims() == x.dims() => Some(r.clone().try_into_primitive::<FlexAd>().ok()?),
+        Some(_) => return None,
+        None => None,
+    };
+    let (y, mean, var) = bn_autodiff(xp, gp, bp, rp, Shape::of(x, epsilon, act, layout));
     Some(BnActOutput {
         y: Tensor::from_primitive::<FlexAd>(y),
         mean,
@@ -68,12 +80,15 @@ pub(crate) fn bn_act_batch(
     epsilon: f64,
     act: Act,
     layout: Layout,
+    skip: Option<&Tensor<4>>,
 ) -> Option<BnActOutput> {
     let xp = x.clone().try_into_primitive::<Flex>().ok()?;
     let gp = gamma.clone().try_into_primitive::<Flex>().ok()?;
     let bp = beta.clone().try_into_primitive::<Flex>().ok()?;
+    let rp = flex_skip(x, skip)?;
     let s = Shape::of(x, epsilon, act, layout);
-    let f = batch_forward(&s, &slice(&xp), &slice(&gp), &slice(&bp));
+    let r = rp.as_ref().map(slice);
+    let f = batch_forward(&s, &slice(&xp), r.as_deref(), &slice(&gp), &slice(&bp));
     Some(BnActOutput {
         y: Tensor::from_primitive::<Flex>(flex_tensor(f.y, &s.dims)),
         mean: f.mean,
@@ -89,8 +104,10 @@ pub(crate) fn bn_act_eval(
     bn: &burn::nn::BatchNorm,
     act: Act,
     layout: Layout,
+    skip: Option<&Tensor<4>>,
 ) -> Option<Tensor<4>> {
     let xp = x.clone().try_into_primitive::<Flex>().ok()?;
+    let rp = flex_skip(x, skip)?;
     let prim = |t: Tensor<1>| t.try_into_primitive::<Flex>().ok();
     let gamma = prim(bn.gamma.val())?;
     let beta = prim(bn.beta.val())?;
@@ -101,9 +118,10 @@ pub(crate) fn bn_act_eval(
         .iter()
         .map(|v| 1.0 / (v + s.eps).sqrt())
         .collect();
-    let y = batchnorm::forward(
+    let y = batchnorm::forward_add(
         &s.kernel(),
         &slice(&xp),
+        rp.as_ref().map(slice).as_deref(),
         &slice(&mean),
         &inv,
         &slice(&gamma),
@@ -111,6 +129,16 @@ pub(crate) fn bn_act_eval(
         s.act,
     );
     Some(Tensor::from_primitive::<Flex>(flex_tensor(y, &s.dims)))
+}
+
+/// `skip` as a flex primitive: `Some(None)` without one, `None` (not this op) when it is not
+/// on `Flex` or not `x`'s shape.
+fn flex_skip(x: &Tensor<4>, skip: Option<&Tensor<4>>) -> Option<Option<FlexTensor>> {
+    match skip {
+        None => Some(None),
+        Some(r) if r.dims() == x.dims() => Some(Some(r.clone().try_into_primitive::<Flex>().ok()?)),
+        Some(_) => None,
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -168,29 +196,68 @@ impl Backward<Flex, 3> for BnActBackward {
     type State = BnState;
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _cp: &mut Checkpointer) {
-        let [node_x, node_g, node_b] = ops.parents;
+        let ids = ops.parents.map(|p| p.map(|node| node.id));
         let dy = grads.consume::<Flex>(&ops.node);
-        let (x, y, gamma, mean, inv, s) = ops.state;
-        let BnGrads { dx, dgamma, dbeta } = batchnorm::backward(
-            &s.kernel(),
-            &slice(&x),
-            &slice(&y),
-            &slice(&dy),
-            &mean,
-            &inv,
-            &slice(&gamma),
-            s.act,
-            node_x.is_some(),
-        );
-        if let (Some(node), Some(dx)) = (node_x, dx) {
-            grads.register::<Flex>(node.id, flex_tensor(dx, &s.dims));
+        let act = ops.state.5.act;
+        register_bn_grads(grads, ids, &ops.state, &dy, act);
+    }
+}
+
+/// [`BnActBackward`] with a residual: parents input, γ, β and the residual, which gets the
+/// gradient through the activation (as the BatchNorm does).
+#[derive(Debug)]
+struct BnAddActBackward;
+
+impl Backward<Flex, 4> for BnAddActBackward {
+    type State = BnState;
+
+    fn backward(self, ops: Ops<Self::State, 4>, grads: &mut Gradients, _cp: &mut Checkpointer) {
+        let [x, g, b, r] = ops.parents.map(|p| p.map(|node| node.id));
+        let dy = grads.consume::<Flex>(&ops.node);
+        let s = ops.state.5;
+        let dz = match s.act {
+            Act::None => dy,
+            act => {
+                let y = &ops.state.1;
+                let dz = batchnorm::activation_gradient(&slice(y), &slice(&dy), act);
+                flex_tensor(dz, &s.dims)
+            }
+        };
+        register_bn_grads(grads, [x, g, b], &ops.state, &dz, Act::None);
+        if let Some(id) = r {
+            grads.register::<Flex>(id, dz);
         }
-        if let Some(node) = node_g {
-            grads.register::<Flex>(node.id, flex_tensor(dgamma, &[s.c]));
-        }
-        if let Some(node) = node_b {
-            grads.register::<Flex>(node.id, flex_tensor(dbeta, &[s.c]));
-        }
+    }
+}
+
+/// BatchNorm's gradients from the upstream `dy` (through `act`, whose mask is read off the
+/// saved output), registered for those of input, γ and β that want one.
+fn register_bn_grads(
+    grads: &mut Gradients,
+    [node_x, node_g, node_b]: [Option<NodeId>; 3],
+    (x, y, gamma, mean, inv, s): &BnState,
+    dy: &FlexTensor,
+    act: Act,
+) {
+    let BnGrads { dx, dgamma, dbeta } = batchnorm::backward(
+        &s.kernel(),
+        &slice(x),
+        &slice(y),
+        &slice(dy),
+        mean,
+        inv,
+        &slice(gamma),
+        act,
+        node_x.is_some(),
+    );
+    if let (Some(id), Some(dx)) = (node_x, dx) {
+        grads.register::<Flex>(id, flex_tensor(dx, &s.dims));
+    }
+    if let Some(id) = node_g {
+        grads.register::<Flex>(id, flex_tensor(dgamma, &[s.c]));
+    }
+    if let Some(id) = node_b {
+        grads.register::<Flex>(id, flex_tensor(dbeta, &[s.c]));
     }
 }
 
@@ -198,24 +265,66 @@ fn bn_autodiff(
     x: FloatTensor<FlexAd>,
     gamma: FloatTensor<FlexAd>,
     beta: FloatTensor<FlexAd>,
+    skip: Option<FloatTensor<FlexAd>>,
     s: Shape,
 ) -> (FloatTensor<FlexAd>, Vec<f32>, Vec<f32>) {
-    let prep = BnActBackward
-        .prepare::<NoCheckpointing>([x.node(), gamma.node(), beta.node()])
+    let Some(skip) = skip else {
+        let prep = BnActBackward
+            .prepare::<NoCheckpointing>([x.node(), gamma.node(), beta.node()])
+            .compute_bound()
+            .stateful();
+        let (f, state) = forward_state(x, gamma, beta, None, s);
+        let out = match prep {
+            OpsKind::Tracked(prep) => prep.finish(state, f.y),
+            OpsKind::UnTracked(prep) => prep.finish(f.y),
+        };
+        return (out, f.mean, f.var);
+    };
+    let prep = BnAddActBackward
+        .prepare::<NoCheckpointing>([x.node(), gamma.node(), beta.node(), skip.node()])
         .compute_bound()
         .stateful();
+    let (f, state) = forward_state(x, gamma, beta, Some(skip.into_primitive()), s);
+    let out = match prep {
+        OpsKind::Tracked(prep) => prep.finish(state, f.y),
+        OpsKind::UnTracked(prep) => prep.finish(f.y),
+    };
+    (out, f.mean, f.var)
+}
+
+/// The training forward on the primitives: the output (as a flex tensor), the statistics,
+/// and what the backward pass keeps.
+fn forward_state(
+    x: FloatTensor<FlexAd>,
+    gamma: FloatTensor<FlexAd>,
+    beta: FloatTensor<FlexAd>,
+    skip: Option<FlexTensor>,
+    s: Shape,
+) -> (TrainForward, BnState) {
     let (xp, gp, bp) = (
         x.into_primitive(),
         gamma.into_primitive(),
         beta.into_primitive(),
     );
-    let f = batch_forward(&s, &slice(&xp), &slice(&gp), &slice(&bp));
+    let r = skip.as_ref().map(slice);
+    let f = batch_forward(&s, &slice(&xp), r.as_deref(), &slice(&gp), &slice(&bp));
     let y = flex_tensor(f.y, &s.dims);
-    let out = match prep {
-        OpsKind::Tracked(prep) => prep.finish((xp, y.clone(), gp, f.mean.clone(), f.inv, s), y),
-        OpsKind::UnTracked(prep) => prep.finish(y),
-    };
-    (out, f.mean, f.var)
+    let state = (xp, y.clone(), gp, f.mean.clone(), f.inv, s);
+    (
+        TrainForward {
+            y,
+            mean: f.mean,
+            var: f.var,
+        },
+        state,
+    )
+}
+
+/// [`forward_state`]'s output and batch statistics.
+struct TrainForward {
+    y: FlexTensor,
+    mean: Vec<f32>,
+    var: Vec<f32>,
 }
 
 /// What [`batch_forward`] returns.
@@ -227,12 +336,19 @@ struct BatchForward {
     inv: Vec<f32>,
 }
 
-/// The batch's statistics and its normalised, activated output: the forward that training
-/// ([`bn_autodiff`]) and re-estimation ([`bn_act_batch`]) share.
-fn batch_forward(s: &Shape, x: &[f32], gamma: &[f32], beta: &[f32]) -> BatchForward {
+/// The batch's statistics and its normalised, activated output (`skip` added before the
+/// activation): the forward that training ([`bn_autodiff`]) and re-estimation
+/// ([`bn_act_batch`]) share.
+fn batch_forward(
+    s: &Shape,
+    x: &[f32],
+    skip: Option<&[f32]>,
+    gamma: &[f32],
+    beta: &[f32],
+) -> BatchForward {
     let (mean, var) = batchnorm::statistics(&s.kernel(), x);
     let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + s.eps).sqrt()).collect();
-    let y = batchnorm::forward(&s.kernel(), x, &mean, &inv, gamma, beta, s.act);
+    let y = batchnorm::forward_add(&s.kernel(), x, skip, &mean, &inv, gamma, beta, s.act);
     BatchForward { y, mean, var, inv }
 }
 
@@ -263,14 +379,20 @@ mod tests {
             burn::module::RunningState::new(Tensor::from_floats([0.5, 2.0, 4.0], &device));
         let x = Tensor::<4>::random([2, 3, 4, 5], Distribution::Normal(0.0, 4.0), &device);
         for act in [Act::None, Act::Relu, Act::Relu6] {
-            let ours = bn_act_eval(&x, &bn, act, Layout::Planar).unwrap();
+            let ours = bn_act_eval(&x, &bn, act, Layout::Planar, None).unwrap();
             let z = bn.forward(x.clone());
-            let theirs = match act {
+            let activate = |z: Tensor<4>| match act {
                 Act::None => z,
                 Act::Relu => relu(z),
                 Act::Relu6 => z.clamp(0.0, 6.0),
             };
-            assert!(max_rel_diff(ours, theirs) < 1e-5, "{act:?}");
+            assert!(max_rel_diff(ours, activate(z.clone())) < 1e-5, "{act:?}");
+            let skip = Tensor::<4>::random([2, 3, 4, 5], Distribution::Normal(0.0, 3.0), &device);
+            let ours = bn_act_eval(&x, &bn, act, Layout::Planar, Some(&skip)).unwrap();
+            assert!(
+                max_rel_diff(ours, activate(z + skip)) < 1e-5,
+                "{act:?} with a residual"
+            );
         }
     }
 
@@ -289,9 +411,17 @@ mod tests {
                 Tensor::<1>::random([6], Distribution::Uniform(-1.0, 4.0), &device).require_grad();
             let x = Tensor::<4>::random([3, 6, 9, 9], Distribution::Normal(0.5, 3.0), &device)
                 .require_grad();
-            let planar = bn_act_train(&x, &gamma, &beta, eps, act, Layout::Planar).unwrap();
+            // A residual too (MobileNet-V2's blocks add theirs channels-last).
+            let skip = Tensor::<4>::random([3, 6, 9, 9], Distribution::Default, &device);
+            let sl = nhwc(skip.clone());
+            let (sp, sl) = if act == Act::None {
+                (Some(&skip), Some(&sl))
+            } else {
+                (None, None)
+            };
+            let planar = bn_act_train(&x, &gamma, &beta, eps, act, Layout::Planar, sp).unwrap();
             let xl = nhwc(x.clone());
-            let cl = bn_act_train(&xl, &gamma, &beta, eps, act, Layout::ChannelsLast).unwrap();
+            let cl = bn_act_train(&xl, &gamma, &beta, eps, act, Layout::ChannelsLast, sl).unwrap();
             assert!(
                 max_rel_diff(cl.y.clone(), nhwc(planar.y.clone())) < 1e-5,
                 "{act:?} y"
@@ -316,8 +446,8 @@ mod tests {
 
             let eval_bn = BatchNormConfig::new(6).init(&crate::Backend::Flex.device());
             let xe = x.clone().inner();
-            let pe = bn_act_eval(&xe, &eval_bn, act, Layout::Planar).unwrap();
-            let ce = bn_act_eval(&nhwc(xe), &eval_bn, act, Layout::ChannelsLast).unwrap();
+            let pe = bn_act_eval(&xe, &eval_bn, act, Layout::Planar, None).unwrap();
+            let ce = bn_act_eval(&nhwc(xe), &eval_bn, act, Layout::ChannelsLast, None).unwrap();
             assert!(max_rel_diff(ce, nhwc(pe)) < 1e-5, "{act:?} evaluation");
         }
     }
@@ -326,6 +456,14 @@ mod tests {
     /// Burn's activation, for each activation; tolerance 1e-4 relative to the largest value.
     #[test]
     fn matches_burn_batch_norm_and_activation() {
+        for residual in [false, true] {
+            matches_burn_ops(residual);
+        }
+    }
+
+    /// [`bn_act_train`] against Burn's ops (BatchNorm from tensor ops, `+ skip` when
+    /// `residual`, the activation): outputs, statistics and every gradient, the skip's too.
+    fn matches_burn_ops(residual: bool) {
         let device = crate::Backend::Flex.device().autodiff();
         for act in [Act::None, Act::Relu, Act::Relu6] {
             let bn = BatchNormConfig::new(5).init(&device);
@@ -336,7 +474,11 @@ mod tests {
             // Scaled so that ReLU6's upper bound is crossed too.
             let x = Tensor::<4>::random([4, 5, 3, 6], Distribution::Normal(0.5, 3.0), &device)
                 .require_grad();
-            let ours = bn_act_train(&x, &gamma, &beta, bn.epsilon, act, Layout::Planar).unwrap();
+            let skip = Tensor::<4>::random([4, 5, 3, 6], Distribution::Normal(0.0, 2.0), &device)
+                .require_grad();
+            let skip_in = residual.then_some(&skip);
+            let ours =
+                bn_act_train(&x, &gamma, &beta, bn.epsilon, act, Layout::Planar, skip_in).unwrap();
 
             let [n, c, h, w] = x.dims();
             let flat = x.clone().swap_dims(0, 1).reshape([c, n * h * w]);
@@ -345,6 +487,7 @@ mod tests {
             let xhat = (x.clone() - mean.clone().reshape([1, c, 1, 1]))
                 / (var.clone().reshape([1, c, 1, 1]) + bn.epsilon).sqrt();
             let z = xhat * gamma.clone().reshape([1, c, 1, 1]) + beta.clone().reshape([1, c, 1, 1]);
+            let z = if residual { z + skip.clone() } else { z };
             let theirs = match act {
                 Act::None => z,
                 Act::Relu => relu(z),
@@ -377,6 +520,15 @@ mod tests {
                 max_rel_diff(db(&g_ours), db(&g_theirs)) < 1e-4,
                 "{act:?} dbeta"
             );
+            if residual {
+                let ds = |g| skip.grad(g).unwrap();
+                assert!(
+                    max_rel_diff(ds(&g_ours), ds(&g_theirs)) < 1e-6,
+                    "{act:?} dskip"
+                );
+            } else {
+                assert!(skip.grad(&g_ours).is_none(), "no skip, no gradient for it");
+            }
         }
     }
 }

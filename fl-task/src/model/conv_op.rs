@@ -190,10 +190,15 @@ pub(crate) fn conv_bn_act_eval(
     act: Act,
     x: &Tensor<4>,
     layout: Layout,
+    skip: Option<&Tensor<4>>,
 ) -> Option<Tensor<4>> {
     if !cpu_kernels() {
         return None;
     }
+    let skip = match skip {
+        None => None,
+        Some(r) => Some(r.clone().try_into_primitive::<Flex>().ok()?),
+    };
     let geom = geometry(conv, layout.nchw(x.dims()))?;
     let prim = |t: Tensor<1>| t.try_into_primitive::<Flex>().ok();
     let xp = x.clone().try_into_primitive::<Flex>().ok()?;
@@ -219,12 +224,20 @@ pub(crate) fn conv_bn_act_eval(
     if scale.len() != geom.cout || shift.len() != geom.cout {
         return None;
     }
+    // With a residual the activation comes after the sum.
     let epilogue = Epilogue {
         scale: &scale,
         shift: &shift,
-        act,
+        act: if skip.is_some() { Act::None } else { act },
     };
-    let out = kernel_forward(&geom, layout, &slice(&xp), &slice(&wp), Some(&epilogue));
+    let mut out = kernel_forward(&geom, layout, &slice(&xp), &slice(&wp), Some(&epilogue));
+    if let Some(r) = &skip {
+        let r = slice(r);
+        if r.len() != out.len() {
+            return None;
+        }
+        fl_kernels::batchnorm::add_activate(&mut out, &r, act);
+    }
     Some(Tensor::from_primitive::<Flex>(flex_tensor(
         out,
         &out_shape(&geom, 1, layout),
@@ -509,24 +522,39 @@ mod tests {
             bn.running_mean = RunningState::new(rand(-0.5, 0.5));
             bn.running_var = RunningState::new(rand(0.1, 3.0));
             let x = Tensor::<4>::random([n, cin, size, size], Distribution::Default, &device);
-            let ours =
-                conv_bn_act_eval(&conv, &bn, act, &x, Layout::Planar).expect("flex is handled");
+            let y = bn.forward(conv.forward(x.clone()));
+            let skip = Tensor::<4>::random(y.dims(), Distribution::Default, &device);
             let nhwc = |t: Tensor<4>| t.permute([0, 2, 3, 1]);
-            let ours_cl = conv_bn_act_eval(&conv, &bn, act, &nhwc(x.clone()), Layout::ChannelsLast)
+            // Without and with a residual added before the activation.
+            for (r, sum) in [(None, y.clone()), (Some(&skip), y.clone() + skip.clone())] {
+                let ours = conv_bn_act_eval(&conv, &bn, act, &x, Layout::Planar, r)
+                    .expect("flex is handled");
+                let r_cl = r.map(|t| nhwc(t.clone()));
+                let ours_cl = conv_bn_act_eval(
+                    &conv,
+                    &bn,
+                    act,
+                    &nhwc(x.clone()),
+                    Layout::ChannelsLast,
+                    r_cl.as_ref(),
+                )
                 .expect("flex is handled");
-            let y = bn.forward(conv.forward(x));
-            let theirs = match act {
-                Act::None => y,
-                Act::Relu => relu(y),
-                Act::Relu6 => y.clamp(0.0, 6.0),
-            };
-            assert_eq!(ours.dims(), theirs.dims());
-            let what = format!("{cin}->{cout} k{k} s{stride} g{groups} {act:?}");
-            assert!(max_rel_diff(ours, theirs.clone()) < 1e-5, "{what}");
-            assert!(
-                max_rel_diff(ours_cl, nhwc(theirs)) < 1e-5,
-                "channels-last {what}"
-            );
+                let theirs = match act {
+                    Act::None => sum,
+                    Act::Relu => relu(sum),
+                    Act::Relu6 => sum.clamp(0.0, 6.0),
+                };
+                assert_eq!(ours.dims(), theirs.dims());
+                let what = format!(
+                    "{cin}->{cout} k{k} s{stride} g{groups} {act:?} residual {}",
+                    r.is_some()
+                );
+                assert!(max_rel_diff(ours, theirs.clone()) < 1e-5, "{what}");
+                assert!(
+                    max_rel_diff(ours_cl, nhwc(theirs)) < 1e-5,
+                    "channels-last {what}"
+                );
+            }
         }
     }
 

@@ -86,21 +86,54 @@ impl ConvBn {
     /// Channels-last runs on the kernels only: where they do not apply (Burn's ops chosen,
     /// another backend) the activation is turned planar for this layer and back.
     pub(crate) fn forward_in(&self, x: Tensor<4>, layout: Layout) -> Tensor<4> {
-        if layout == Layout::ChannelsLast && !conv_op::handles(&self.conv, &x, layout) {
-            let planar = self.forward_in(x.permute([0, 3, 1, 2]), Layout::Planar);
-            return planar.permute([0, 2, 3, 1]);
-        }
-        // The same condition as `BatchNorm::forward` for using batch statistics, or a
-        // re-estimation of the running statistics (`with_bn_momentum`), which uses them too.
-        let training = x.is_autodiff() && self.bn.training.is_enabled();
-        let batch_stats = training || MOMENTUM.get().is_some();
         let act = match self.act {
             1 => Act::Relu,
             2 => Act::Relu6,
             _ => Act::None,
         };
+        self.forward_with(x, None, act, layout)
+    }
+
+    /// A residual block's last layer and its sum: `act(BatchNorm(conv(x)) + skip)`, `act`
+    /// applied after the sum (this layer's own activation must be none). On the kernels the
+    /// BatchNorm, the sum and the activation are one op (`bn_op`), forward and backward;
+    /// elsewhere Burn's ops, with the same result.
+    pub(crate) fn forward_add(
+        &self,
+        x: Tensor<4>,
+        skip: Tensor<4>,
+        act: Act,
+        layout: Layout,
+    ) -> Tensor<4> {
+        assert_eq!(
+            self.act, 0,
+            "ConvBn::forward_add: the layer has its own activation"
+        );
+        self.forward_with(x, Some(skip), act, layout)
+    }
+
+    /// [`ConvBn::forward_in`] with `skip` added before the activation `act`.
+    fn forward_with(
+        &self,
+        x: Tensor<4>,
+        skip: Option<Tensor<4>>,
+        act: Act,
+        layout: Layout,
+    ) -> Tensor<4> {
+        if layout == Layout::ChannelsLast && !conv_op::handles(&self.conv, &x, layout) {
+            let planar = |t: Tensor<4>| t.permute([0, 3, 1, 2]);
+            let skip = skip.map(planar);
+            let y = self.forward_with(planar(x), skip, act, Layout::Planar);
+            return y.permute([0, 2, 3, 1]);
+        }
+        // The same condition as `BatchNorm::forward` for using batch statistics, or a
+        // re-estimation of the running statistics (`with_bn_momentum`), which uses them too.
+        let training = x.is_autodiff() && self.bn.training.is_enabled();
+        let batch_stats = training || MOMENTUM.get().is_some();
+        let skip_ref = skip.as_ref();
         if !batch_stats
-            && let Some(y) = conv_op::conv_bn_act_eval(&self.conv, &self.bn, act, &x, layout)
+            && let Some(y) =
+                conv_op::conv_bn_act_eval(&self.conv, &self.bn, act, &x, layout, skip_ref)
         {
             return y;
         }
@@ -116,9 +149,9 @@ impl ConvBn {
             let bn = &self.bn;
             let (gamma, beta) = (bn.gamma.val(), bn.beta.val());
             let out = if training {
-                bn_op::bn_act_train(&x, &gamma, &beta, bn.epsilon, act, layout)
+                bn_op::bn_act_train(&x, &gamma, &beta, bn.epsilon, act, layout, skip_ref)
             } else {
-                bn_op::bn_act_batch(&x, &gamma, &beta, bn.epsilon, act, layout)
+                bn_op::bn_act_batch(&x, &gamma, &beta, bn.epsilon, act, layout, skip_ref)
             };
             if let Some(out) = out {
                 update_running(bn, &out.mean, &out.var);
@@ -127,7 +160,7 @@ impl ConvBn {
         }
         if !batch_stats
             && conv_op::cpu_kernels()
-            && let Some(y) = bn_op::bn_act_eval(&x, &self.bn, act, layout)
+            && let Some(y) = bn_op::bn_act_eval(&x, &self.bn, act, layout, skip_ref)
         {
             return y;
         }
@@ -142,6 +175,10 @@ impl ConvBn {
             batch_norm_train(&self.bn, x)
         } else {
             self.bn.forward(x)
+        };
+        let x = match skip {
+            Some(skip) => x + skip,
+            None => x,
         };
         match act {
             Act::Relu => relu(x),

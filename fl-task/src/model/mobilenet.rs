@@ -94,10 +94,12 @@ impl InvertedResidual {
             Some(e) => e.forward_in(x.clone(), layout),
             None => x.clone(),
         };
-        let y = self
-            .project
-            .forward_in(self.depthwise.forward_in(h, layout), layout);
-        if self.residual { x + y } else { y }
+        let d = self.depthwise.forward_in(h, layout);
+        if self.residual {
+            self.project.forward_add(d, x, Act::None, layout)
+        } else {
+            self.project.forward_in(d, layout)
+        }
     }
 }
 

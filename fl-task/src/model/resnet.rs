@@ -6,9 +6,9 @@
 use burn::module::Module;
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig};
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use super::conv_op::Layout;
 use super::layers::{Act, ConvBn};
 
 /// Two 3 × 3 conv-BN layers with an identity or 1 × 1 projection shortcut.
@@ -38,7 +38,8 @@ impl BasicBlock {
             Some(s) => s.forward(x.clone()),
             None => x.clone(),
         };
-        relu(self.conv2.forward(self.conv1.forward(x)) + skip)
+        let h = self.conv1.forward(x);
+        self.conv2.forward_add(h, skip, Act::Relu, Layout::Planar)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Conversions between channel planes (`[c][h][w]`, Burn's NCHW per sample) and
 //! channels-innermost buffers (`[y][x][c]`, optionally zero-bordered), which the Winograd and
-//! depthwise kernels work in.
+//! depthwise kernels work in; and the plain [`transpose`] of small matrices (filters and
+//! their gradients).
 //!
 //! Why blocked: converting one channel at a time writes the other side with a stride of `c`
 //! floats, so every element touches a different cache line and a 28 × 28 × 64 sample walks
@@ -10,6 +11,18 @@
 //! compiler vectorises.
 
 use crate::simd::wide;
+
+/// `[rows][cols]` → `[cols][rows]`, element by element: for filters and filter gradients
+/// (thousands of values), not activations.
+pub(crate) fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0.0f32; rows * cols];
+    for r in 0..rows {
+        for col in 0..cols {
+            t[col * rows + r] = src[r * cols + col];
+        }
+    }
+    t
+}
 
 /// Channels and pixels per block: 16 `f32` are one 64-byte cache line.
 const BLOCK: usize = 16;

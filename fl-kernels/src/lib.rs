@@ -20,7 +20,8 @@
 //!   orders (`planes.rs` for larger maps, `rows.rs` for maps under 64 pixels and for
 //!   channels-last activations).
 //! - `depthwise/`: `nhwc.rs` (small maps, channels innermost) and `planar.rs` (larger maps)
-//!   for NCHW activations; `channels_last.rs` for channels-last ones.
+//!   for NCHW activations; `channels_last.rs` ("same" stride 1) and `pixels.rs` (strided)
+//!   for channels-last ones.
 //! - `simd/`: `wide!` (a loop compiled for the widest vector set, picked at run time) and
 //!   `simd/im2col.rs` (the AVX-512 permutes of im2col).
 //! - [`isa`]: the one place that picks the instruction set (pulp: AVX-512, AVX2 + FMA,

@@ -21,6 +21,7 @@
 use std::cell::RefCell;
 
 use crate::gemm::{Mat, matmul, matmul_strided};
+use crate::layout::transpose;
 use crate::scratch::{backward_pieces, build, piece, sum_partials, take, with_local};
 use crate::simd::im2col as permute;
 use crate::types::{Epilogue, Geom};
@@ -347,17 +348,6 @@ pub(crate) fn backward(
 /// 12 → 19 ms.
 fn dw_transposed(g: &Geom) -> bool {
     g.cout.is_multiple_of(16) && g.cout <= 64 && g.kdim() > g.cout
-}
-
-/// `src` `[rows, cols]` → `[cols, rows]`.
-fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0.0f32; rows * cols];
-    for (r, row) in src.chunks_exact(cols).enumerate() {
-        for (c, v) in row.iter().enumerate() {
-            out[c * rows + r] = *v;
-        }
-    }
-    out
 }
 
 /// One group's input gradient (written into `dx`) and its share of the weight gradient, each

@@ -14,7 +14,7 @@
 
 use std::cell::RefCell;
 
-use crate::layout::{from_hwc, to_hwc};
+use crate::layout::{from_hwc, to_hwc, transpose};
 use crate::scratch::{backward_pieces, build, piece, sum_partials, take, with_local};
 use crate::simd::wide;
 use crate::types::{Epilogue, Geom};
@@ -155,17 +155,6 @@ wide! {
             }
         }
     }
-}
-
-/// `[rows][cols]` → `[cols][rows]`.
-pub(super) fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut t = vec![0.0f32; rows * cols];
-    for r in 0..rows {
-        for col in 0..cols {
-            t[col * rows + r] = src[r * cols + col];
-        }
-    }
-    t
 }
 
 /// Every output pixel and tap, in the forward's order: `(pixel, tap, at)`, `at` where that

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::{BnGrads, BnShape, Coefficients, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
+use super::{BnShape, Coefficients, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
 use crate::scratch::zeroed;
 use crate::types::Act;
 
@@ -82,17 +82,17 @@ fn plane<V>(y: &mut [f32], v: impl IntoIterator<Item = V>, f: impl Fn(V) -> f32,
     }
 }
 
-pub(super) fn backward(a: &Saved<'_>, act: Act, want_dx: bool) -> BnGrads {
+/// `(dβ, dγ)`: per channel Σ dz and Σ dz · x̂, dz being `dy` through the activation.
+pub(super) fn sums(a: &Saved<'_>, dy: &[f32], act: Act) -> (Vec<f32>, Vec<f32>) {
     match act {
-        Act::None => backward_masked::<Identity>(a, want_dx),
-        Act::Relu => backward_masked::<ReluMask>(a, want_dx),
-        Act::Relu6 => backward_masked::<Relu6Mask>(a, want_dx),
+        Act::None => sums_masked::<Identity>(a, dy),
+        Act::Relu => sums_masked::<ReluMask>(a, dy),
+        Act::Relu6 => sums_masked::<Relu6Mask>(a, dy),
     }
 }
 
-fn backward_masked<M: Mask>(a: &Saved<'_>, want_dx: bool) -> BnGrads {
+fn sums_masked<M: Mask>(a: &Saved<'_>, dy: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let s = a.s;
-    // Per channel: Σ dz and Σ dz · x̂, where dz is dy through the activation.
     let sums: Vec<(f32, f32)> = (0..s.c)
         .into_par_iter()
         .map(|ch| {
@@ -100,7 +100,7 @@ fn backward_masked<M: Mask>(a: &Saved<'_>, want_dx: bool) -> BnGrads {
             let (mut sdz, mut sdzx) = (0.0f64, 0.0f64);
             let all = planes(s, a.x, ch)
                 .zip(planes(s, a.y, ch))
-                .zip(planes(s, a.dy, ch));
+                .zip(planes(s, dy, ch));
             for ((xp, yp), gp) in all {
                 // Σ dz and Σ dz·(x − mean) in eight independent lanes each, so they
                 // vectorise.
@@ -131,24 +131,36 @@ fn backward_masked<M: Mask>(a: &Saved<'_>, want_dx: bool) -> BnGrads {
             (sdz as f32, sdzx as f32)
         })
         .collect();
-    let (dbeta, dgamma): (Vec<f32>, Vec<f32>) = sums.into_iter().unzip();
-    let dx = want_dx.then(|| {
-        let (k, mb, mg) = dx_terms(a, &dbeta, &dgamma);
-        let mut dx = zeroed(s.len());
-        dx.par_chunks_mut(s.hw)
-            .zip(a.x.par_chunks(s.hw))
-            .zip(a.y.par_chunks(s.hw))
-            .zip(a.dy.par_chunks(s.hw))
-            .enumerate()
-            .for_each(|(i, (((dx, x), y), dy))| {
-                let ch = i % s.c;
-                let (m, iv) = (a.mean[ch], a.inv[ch]);
-                let (k, mb, mg) = (k[ch], mb[ch], mg[ch]);
-                for (((d, &x), &y), &g) in dx.iter_mut().zip(x).zip(y).zip(dy) {
-                    *d = k * (M::dz(y, g) - mb - (x - m) * iv * mg);
-                }
-            });
-        dx
-    });
-    BnGrads { dx, dgamma, dbeta }
+    sums.into_iter().unzip()
+}
+
+/// The input gradient written over `dy`, plane by plane (each element from its own `dy`).
+pub(super) fn input_gradient_in_place(
+    a: &Saved<'_>,
+    dy: &mut [f32],
+    (dbeta, dgamma): (&[f32], &[f32]),
+    act: Act,
+) {
+    match act {
+        Act::None => in_place_masked::<Identity>(a, dy, dbeta, dgamma),
+        Act::Relu => in_place_masked::<ReluMask>(a, dy, dbeta, dgamma),
+        Act::Relu6 => in_place_masked::<Relu6Mask>(a, dy, dbeta, dgamma),
+    }
+}
+
+fn in_place_masked<M: Mask>(a: &Saved<'_>, dy: &mut [f32], dbeta: &[f32], dgamma: &[f32]) {
+    let s = a.s;
+    let (k, mb, mg) = dx_terms(a, dbeta, dgamma);
+    dy.par_chunks_mut(s.hw)
+        .zip(a.x.par_chunks(s.hw))
+        .zip(a.y.par_chunks(s.hw))
+        .enumerate()
+        .for_each(|(i, ((g, x), y))| {
+            let ch = i % s.c;
+            let (m, iv) = (a.mean[ch], a.inv[ch]);
+            let (k, mb, mg) = (k[ch], mb[ch], mg[ch]);
+            for ((d, &x), &y) in g.iter_mut().zip(x).zip(y) {
+                *d = k * (M::dz(y, *d) - mb - (x - m) * iv * mg);
+            }
+        });
 }

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::{BnGrads, BnShape, Coefficients, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
+use super::{BnShape, Coefficients, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
 use crate::scratch::build;
 use crate::simd::wide;
 use crate::types::Act;
@@ -64,12 +64,12 @@ pub(super) fn forward(
     })
 }
 
-pub(super) fn backward(a: &Saved<'_>, act: Act, want_dx: bool) -> BnGrads {
+/// `(dβ, dγ)`: per position Σ dz and Σ dz · (x − mean) over the rows, dz being `dy` through
+/// the activation; then per channel, the second times 1/σ (x̂ = (x − mean)/σ).
+pub(super) fn sums(a: &Saved<'_>, dy: &[f32], act: Act) -> (Vec<f32>, Vec<f32>) {
     let s = a.s;
     let l = s.c * s.hw;
     let mean = spread(s, a.mean);
-    // Per position: Σ dz and Σ dz · (x − mean) over the rows, dz being dy through the
-    // activation; then per channel, the second times 1/σ (x̂ = (x − mean)/σ).
     let (mut s1, mut s2) = (vec![0.0f32; l], vec![0.0f32; l]);
     s1.par_chunks_mut(BLOCK)
         .zip(s2.par_chunks_mut(BLOCK))
@@ -81,7 +81,7 @@ pub(super) fn backward(a: &Saved<'_>, act: Act, want_dx: bool) -> BnGrads {
                 let inputs = Inputs {
                     x: &a.x[row.clone()],
                     y: &a.y[row.clone()],
-                    dy: &a.dy[row],
+                    dy: &dy[row],
                 };
                 dz_sums(s1, s2, &inputs, &mean[at.clone()], act);
             }
@@ -92,36 +92,35 @@ pub(super) fn backward(a: &Saved<'_>, act: Act, want_dx: bool) -> BnGrads {
         .zip(a.inv)
         .map(|(v, &iv)| (v * iv as f64) as f32)
         .collect();
-    let dx = want_dx.then(|| {
-        let (k, mb, mg) = dx_terms(a, &dbeta, &dgamma);
-        // `k · (dz − mb − (x − mean) · inv · mg)` as `k · dz + (x − mean) · c1 + c0`: four
-        // coefficients an element instead of five. (Not `x · c1 + c0'` with the mean folded
-        // into `c0'`: where a channel's mean is large against its spread, that cancels two
-        // large terms — 4e-4 relative error at mean/σ ≈ 1e4 against 1e-7.)
-        let c1: Vec<f32> = (0..s.c).map(|ch| -k[ch] * a.inv[ch] * mg[ch]).collect();
-        let c0: Vec<f32> = (0..s.c).map(|ch| -k[ch] * mb[ch]).collect();
-        let terms = Terms {
-            k: tile(s, &k),
-            // Planes' tile is the whole row: the spread the sums above used.
-            mean: if s.channels_last {
-                tile(s, a.mean)
-            } else {
-                mean
-            },
-            c1: tile(s, &c1),
-            c0: tile(s, &c0),
-        };
-        build(s.len(), l, |i, dx| {
-            let at = i * l..(i + 1) * l;
-            let inputs = Inputs {
-                x: &a.x[at.clone()],
-                y: &a.y[at.clone()],
-                dy: &a.dy[at],
-            };
-            input_gradient(dx, &inputs, &terms, act)
-        })
-    });
-    BnGrads { dx, dgamma, dbeta }
+    (dbeta, dgamma)
+}
+
+/// The input gradient written over `dy`, row by row (each element from its own `dy`).
+pub(super) fn input_gradient_in_place(
+    a: &Saved<'_>,
+    dy: &mut [f32],
+    (dbeta, dgamma): (&[f32], &[f32]),
+    act: Act,
+) {
+    let s = a.s;
+    let l = s.c * s.hw;
+    let (k, mb, mg) = dx_terms(a, dbeta, dgamma);
+    // `k · (dz − mb − (x − mean) · inv · mg)` as `k · dz + (x − mean) · c1 + c0`: four
+    // coefficients an element instead of five. (Not `x · c1 + c0'` with the mean folded
+    // into `c0'`: where a channel's mean is large against its spread, that cancels two
+    // large terms — 4e-4 relative error at mean/σ ≈ 1e4 against 1e-7.)
+    let c1: Vec<f32> = (0..s.c).map(|ch| -k[ch] * a.inv[ch] * mg[ch]).collect();
+    let c0: Vec<f32> = (0..s.c).map(|ch| -k[ch] * mb[ch]).collect();
+    let terms = Terms {
+        k: tile(s, &k),
+        mean: tile(s, a.mean),
+        c1: tile(s, &c1),
+        c0: tile(s, &c0),
+    };
+    dy.par_chunks_mut(l)
+        .zip(a.x.par_chunks(l))
+        .zip(a.y.par_chunks(l))
+        .for_each(|((g, x), y)| input_gradient(g, x, y, &terms, act));
 }
 
 /// One row's (or a piece of it) saved input, output and upstream gradient.
@@ -269,32 +268,28 @@ fn dz_sums_masked<M: Mask>(s1: &mut [f32], s2: &mut [f32], v: &Inputs<'_>, mean:
 }
 
 wide! {
-    /// `dx = k · dz + (x − mean) · c1 + c0` along a row, the terms [`tile`]d (the row taken
-    /// a tile at a time).
-    fn input_gradient(dx: &mut [f32], v: &Inputs<'_>, t: &Terms, act: Act) {
+    /// `g = k · dz + (x − mean) · c1 + c0` along a row, `dz` being `g` (the upstream
+    /// gradient) through the activation; the terms [`tile`]d (the row taken a tile at a
+    /// time).
+    fn input_gradient(g: &mut [f32], x: &[f32], y: &[f32], t: &Terms, act: Act) {
         let len = t.k.len();
-        let pieces = dx
-            .chunks_mut(len)
-            .zip(v.x.chunks(len))
-            .zip(v.y.chunks(len))
-            .zip(v.dy.chunks(len));
-        for (((dx, x), y), dy) in pieces {
-            let v = Inputs { x, y, dy };
+        let pieces = g.chunks_mut(len).zip(x.chunks(len)).zip(y.chunks(len));
+        for ((g, x), y) in pieces {
             match act {
-                Act::None => input_gradient_masked::<Identity>(dx, &v, t),
-                Act::Relu => input_gradient_masked::<ReluMask>(dx, &v, t),
-                Act::Relu6 => input_gradient_masked::<Relu6Mask>(dx, &v, t),
+                Act::None => input_gradient_masked::<Identity>(g, x, y, t),
+                Act::Relu => input_gradient_masked::<ReluMask>(g, x, y, t),
+                Act::Relu6 => input_gradient_masked::<Relu6Mask>(g, x, y, t),
             }
         }
     }
 }
 
 #[inline(always)]
-fn input_gradient_masked<M: Mask>(dx: &mut [f32], v: &Inputs<'_>, t: &Terms) {
-    let n = dx.len();
-    let (x, y, dy) = (&v.x[..n], &v.y[..n], &v.dy[..n]);
+fn input_gradient_masked<M: Mask>(g: &mut [f32], x: &[f32], y: &[f32], t: &Terms) {
+    let n = g.len();
+    let (x, y) = (&x[..n], &y[..n]);
     let (k, m, c1, c0) = (&t.k[..n], &t.mean[..n], &t.c1[..n], &t.c0[..n]);
     for j in 0..n {
-        dx[j] = k[j] * M::dz(y[j], dy[j]) + (x[j] - m[j]) * c1[j] + c0[j];
+        g[j] = k[j] * M::dz(y[j], g[j]) + (x[j] - m[j]) * c1[j] + c0[j];
     }
 }

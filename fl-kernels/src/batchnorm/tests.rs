@@ -194,20 +194,39 @@ fn rows_and_planes_agree() {
     let y = planes::forward(&s, &x, None, &c);
     let y_r = rows::forward(&s, &x, None, &c);
     assert_eq!(y, y_r, "the forward is the same arithmetic in both orders");
-    let a = Saved {
-        s: &s,
-        x: &x,
-        y: &y,
-        dy: &dy,
-        mean: &mean,
-        inv: &inv,
-        gamma: &gamma,
-    };
-    let p = planes::backward(&a, Act::Relu6, true);
-    let r = rows::backward(&a, Act::Relu6, true);
-    close(&r.dx.unwrap(), &to64(&p.dx.unwrap()), "dx", &s);
-    close(&r.dgamma, &to64(&p.dgamma), "dgamma", &s);
-    close(&r.dbeta, &to64(&p.dbeta), "dbeta", &s);
+    let a = saved(&s, &x, &y, &mean, &inv, &gamma);
+    let (p_dbeta, p_dgamma) = planes::sums(&a, &dy, Act::Relu6);
+    let (r_dbeta, r_dgamma) = rows::sums(&a, &dy, Act::Relu6);
+    close(&r_dgamma, &to64(&p_dgamma), "dgamma", &s);
+    close(&r_dbeta, &to64(&p_dbeta), "dbeta", &s);
+    let (mut p_dx, mut r_dx) = (dy.clone(), dy.clone());
+    planes::input_gradient_in_place(&a, &mut p_dx, (&p_dbeta, &p_dgamma), Act::Relu6);
+    rows::input_gradient_in_place(&a, &mut r_dx, (&p_dbeta, &p_dgamma), Act::Relu6);
+    close(&r_dx, &to64(&p_dx), "dx", &s);
+}
+
+/// The input gradient written over the upstream gradient is [`backward`]'s, bit for bit,
+/// with the same parameter gradients, in both orders.
+#[test]
+fn in_place_is_the_same_backward() {
+    for (n, c, hw, channels_last) in [(3, 7, 49, false), (3, 4, 784, false), (2, 48, 196, true)] {
+        let s = BnShape {
+            n,
+            c,
+            hw,
+            channels_last,
+        };
+        let [x, gamma, beta, dy] = inputs(&s, 11);
+        let (mean, var) = statistics(&s, &x);
+        let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + 1e-5).sqrt()).collect();
+        let y = forward(&s, &x, &mean, &inv, &gamma, &beta, Act::Relu6);
+        let g = backward(&s, &x, &y, &dy, &mean, &inv, &gamma, Act::Relu6, true);
+        let mut d = dy.clone();
+        let (dgamma, dbeta) =
+            backward_in_place(&s, &x, &y, &mut d, &mean, &inv, &gamma, Act::Relu6);
+        assert_eq!(Some(d), g.dx, "{s:?}");
+        assert_eq!((dgamma, dbeta), (g.dgamma, g.dbeta), "{s:?}");
+    }
 }
 
 /// A residual added before the activation gives the bits of the separate ops it replaces
@@ -355,8 +374,11 @@ fn bn_times_on_one_thread() {
             std::hint::black_box(statistics(&s, &x));
             let b = std::time::Instant::now();
             std::hint::black_box(forward(&s, &x, &mean, &inv, &gamma, &beta, act));
+            let mut g = dy.clone();
             let c2 = std::time::Instant::now();
-            std::hint::black_box(backward(&s, &x, &y, &dy, &mean, &inv, &gamma, act, true));
+            std::hint::black_box(backward_in_place(
+                &s, &x, &y, &mut g, &mean, &inv, &gamma, act,
+            ));
             let d = std::time::Instant::now();
             t[0] += (b - a).as_secs_f64();
             t[1] += (c2 - b).as_secs_f64();

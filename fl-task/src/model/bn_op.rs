@@ -168,6 +168,11 @@ impl Shape {
         }
     }
 
+    /// Values in the activation.
+    fn kernel_len(&self) -> usize {
+        self.n * self.c * self.hw
+    }
+
     /// The kernels' view: `[n, c, h · w]` or `[n, h · w, c]`.
     fn kernel(&self) -> BnShape {
         BnShape {
@@ -199,7 +204,7 @@ impl Backward<Flex, 3> for BnActBackward {
         let ids = ops.parents.map(|p| p.map(|node| node.id));
         let dy = grads.consume::<Flex>(&ops.node);
         let act = ops.state.5.act;
-        register_bn_grads(grads, ids, &ops.state, &dy, act);
+        register_bn_grads(grads, ids, &ops.state, dy, act);
     }
 }
 
@@ -223,36 +228,47 @@ impl Backward<Flex, 4> for BnAddActBackward {
                 flex_tensor(dz, &s.dims)
             }
         };
-        register_bn_grads(grads, [x, g, b], &ops.state, &dz, Act::None);
+        // The residual's gradient is `dz` itself: the BatchNorm gets its own copy to
+        // overwrite with its input gradient.
         if let Some(id) = r {
-            grads.register::<Flex>(id, dz);
+            grads.register::<Flex>(id, dz.clone());
         }
+        register_bn_grads(grads, [x, g, b], &ops.state, dz, Act::None);
     }
 }
 
 /// BatchNorm's gradients from the upstream `dy` (through `act`, whose mask is read off the
-/// saved output), registered for those of input, γ and β that want one.
+/// saved output), registered for those of input, γ and β that want one. The input gradient
+/// is written over `dy` where the autodiff gave it away whole (`batchnorm::backward_in_place`;
+/// a shared `dy` is copied first).
 fn register_bn_grads(
     grads: &mut Gradients,
     [node_x, node_g, node_b]: [Option<NodeId>; 3],
     (x, y, gamma, mean, inv, s): &BnState,
-    dy: &FlexTensor,
+    mut dy: FlexTensor,
     act: Act,
 ) {
-    let BnGrads { dx, dgamma, dbeta } = batchnorm::backward(
-        &s.kernel(),
-        &slice(x),
-        &slice(y),
-        &slice(dy),
-        mean,
-        inv,
-        &slice(gamma),
-        act,
-        node_x.is_some(),
-    );
-    if let (Some(id), Some(dx)) = (node_x, dx) {
-        grads.register::<Flex>(id, flex_tensor(dx, &s.dims));
-    }
+    let (x, y, gamma) = (slice(x), slice(y), slice(gamma));
+    let whole = dy.is_contiguous() && dy.bytes().len() == s.kernel_len() * 4;
+    let (dgamma, dbeta) = match node_x {
+        Some(id) if whole => {
+            let d = dy.storage_mut::<f32>();
+            let k = &s.kernel();
+            let grads_p = batchnorm::backward_in_place(k, &x, &y, d, mean, inv, &gamma, act);
+            grads.register::<Flex>(id, dy);
+            grads_p
+        }
+        _ => {
+            let k = &s.kernel();
+            let want_dx = node_x.is_some();
+            let BnGrads { dx, dgamma, dbeta } =
+                batchnorm::backward(k, &x, &y, &slice(&dy), mean, inv, &gamma, act, want_dx);
+            if let (Some(id), Some(dx)) = (node_x, dx) {
+                grads.register::<Flex>(id, flex_tensor(dx, &s.dims));
+            }
+            (dgamma, dbeta)
+        }
+    };
     if let Some(id) = node_g {
         grads.register::<Flex>(id, flex_tensor(dgamma, &[s.c]));
     }

@@ -16,6 +16,7 @@
 //! order), as everywhere in this crate.
 
 mod pointwise;
+mod thin;
 
 use std::borrow::Cow;
 
@@ -118,6 +119,13 @@ mod tests {
         let cases = [
             dense(20, 16, 4, 96, 1, 1),
             dense(3, 8, 28, 48, 1, 1),
+            // Thin sides (`thin.rs`): 8 → 8 and 16 → 8 (both thin), partial vectors (24 and
+            // 40 outputs), pixel counts that leave a remainder row block (3 · 25, 7 · 9).
+            dense(3, 8, 5, 8, 1, 1),
+            dense(7, 16, 3, 8, 1, 1),
+            dense(3, 8, 5, 24, 1, 1),
+            dense(7, 16, 3, 40, 1, 1),
+            dense(3, 48, 5, 8, 1, 1),
             dense(5, 80, 2, 130, 1, 1),
             dense(3, 1, 28, 8, 3, 1),
             dense(2, 6, 9, 10, 3, 2),
@@ -127,10 +135,71 @@ mod tests {
         }
     }
 
-    /// The same bits on one thread and two (pieces fixed by the shape).
+    /// Not a check: milliseconds per call of MobileNet-V2 ×0.25's heaviest channels-last
+    /// layers at batch 20 (the 28 × 28 and 14 × 14 blocks: forward, input gradient, filter
+    /// gradient, both gradients) on one thread, as a lane runs them. `REPS` sets the
+    /// repetitions. Run with
+    /// `cargo test --release -p fl-kernels mobilenet_layer_times -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn mobilenet_layer_times() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build();
+        pool.expect("a thread pool").install(|| {
+            let reps: usize = std::env::var("REPS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(20);
+            let depthwise = |c, size, stride| Geom {
+                depthwise: true,
+                ..dense(20, c, size, c, 3, stride)
+            };
+            let layers = [
+                dense(20, 1, 28, 8, 3, 1),
+                depthwise(8, 28, 1),
+                dense(20, 8, 28, 8, 1, 1),
+                dense(20, 8, 28, 48, 1, 1),
+                depthwise(48, 28, 2),
+                dense(20, 48, 14, 8, 1, 1),
+                dense(20, 8, 14, 48, 1, 1),
+                depthwise(48, 14, 1),
+                depthwise(48, 14, 2),
+            ];
+            for g in layers {
+                let x = values(g.n * g.in_len(), 1);
+                let w = values(g.weight_len(), 2);
+                let go = values(g.n * g.out_len(), 3);
+                let time = |f: &mut dyn FnMut()| {
+                    f();
+                    let start = std::time::Instant::now();
+                    (0..reps).for_each(|_| f());
+                    start.elapsed().as_secs_f64() * 1e3 / reps as f64
+                };
+                let f = time(&mut || drop(forward(&g, &x, &w, None)));
+                let dx = time(&mut || drop(backward(&g, &x, &w, &go, true, false)));
+                let dw = time(&mut || drop(backward(&g, &x, &w, &go, false, true)));
+                let both = time(&mut || drop(backward(&g, &x, &w, &go, true, true)));
+                println!(
+                    "{:>2}→{:<2} {}² k{} s{} dw {:5} fwd {f:6.3} dx {dx:6.3} dW {dw:6.3} both {both:6.3} ms",
+                    g.cin, g.cout, g.h, g.k, g.stride, g.depthwise
+                );
+            }
+        });
+    }
+
+    /// The same bits on one thread and two (pieces fixed by the shape), through `gemm` and
+    /// through the thin loops.
     #[test]
     fn bits_do_not_depend_on_the_threads() {
-        let g = dense(20, 24, 7, 40, 1, 1);
+        for g in [
+            dense(20, 24, 7, 40, 1, 1),
+            dense(20, 8, 9, 48, 1, 1),
+            dense(20, 8, 9, 8, 1, 1),
+        ] {
+            same_bits_on_one_and_two_threads(g);
+        }
+    }
+
+    fn same_bits_on_one_and_two_threads(g: Geom) {
         let x = values(g.n * g.in_len(), 5);
         let w = values(g.weight_len(), 6);
         let go = values(g.n * g.out_len(), 7);

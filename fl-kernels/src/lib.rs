@@ -14,8 +14,10 @@
 //!   `conv/im2col.rs` (im2col + GEMM, any geometry), `conv/winograd/` (F(2 × 2) and
 //!   F(4 × 4) tiles for 3 × 3 stride 1 on wide layers).
 //! - [`channels_last`]: convolutions on `[n, h, w, c]` activations, 1 × 1 ones as plain
-//!   GEMMs over pixels (`channels_last/pointwise.rs`), depthwise ones by row runs
-//!   (`depthwise/channels_last.rs`), others through `conv` with the layout turned around.
+//!   GEMMs over pixels (`channels_last/pointwise.rs`; layers with 8 or 16 channels on a
+//!   side partly through register-blocked loops, `channels_last/thin.rs`), depthwise ones
+//!   by row runs (`depthwise/channels_last.rs`), others through `conv` with the layout
+//!   turned around.
 //! - [`batchnorm`]: training-mode BatchNorm + activation, forward and backward, in two loop
 //!   orders (`planes.rs` for larger maps, `rows.rs` for maps under 64 pixels and for
 //!   channels-last activations).

@@ -19,12 +19,30 @@
 pub(crate) mod im2col;
 
 macro_rules! wide {
-    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        $crate::simd::wide! { $(#[$meta])* $vis fn $name($($arg: $ty),*) -> () $body }
+    };
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
         $(#[$meta])*
-        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+        $vis fn $name($($arg: $ty),*) -> $ret {
             #[inline(always)]
-            fn body($($arg: $ty),*) $(-> $ret)? $body
-            $crate::isa::Dispatch::run($crate::isa::arch(), || body($($arg),*))
+            fn body($($arg: $ty),*) -> $ret $body
+            // The arguments travel in a `WithSimd` whose `with_simd` is inlined into pulp's
+            // function compiled for the instruction set, and `body` into it. Why not a
+            // closure: pulp calls a closure through its `call_once`, which the compiler
+            // kept out of line where the body was large, compiled for baseline x86-64
+            // (4-lane SSE): BatchNorm's backward loops ran that way (perf annotate,
+            // 2026-12-08, tenth session).
+            struct Args<T>(T);
+            impl pulp::WithSimd for Args<($($ty,)*)> {
+                type Output = $ret;
+                #[inline(always)]
+                fn with_simd<S: pulp::Simd>(self, _: S) -> $ret {
+                    let ($($arg,)*) = self.0;
+                    body($($arg),*)
+                }
+            }
+            $crate::isa::Dispatch::run($crate::isa::arch(), Args(($($arg,)*)))
         }
     };
 }

@@ -5,10 +5,12 @@
 //! along a tile of it, [`tile`]) so that normalising and the input gradient are one
 //! elementwise pass per row.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 use super::{BnShape, Coefficients, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
-use crate::scratch::build;
+use crate::scratch::build_uninit;
 use crate::simd::wide;
 use crate::types::Act;
 
@@ -55,13 +57,18 @@ pub(super) fn forward(
 ) -> Vec<f32> {
     let l = s.c * s.hw;
     let (a, b) = (tile(s, c.scale), tile(s, c.shift));
-    build(s.len(), l, |i, y| {
+    let fill = |i: usize, y: &mut [MaybeUninit<f32>]| {
         let at = i * l..(i + 1) * l;
         match residual {
             None => affine(y, &x[at], &a, &b, c.act),
             Some(r) => affine_add(y, &x[at.clone()], &r[at], &a, &b, c.act),
         }
-    })
+    };
+    // SAFETY: `affine` and `affine_add` write every value of their row (the piece).
+    #[allow(unsafe_code)]
+    unsafe {
+        build_uninit(s.len(), l, fill).0
+    }
 }
 
 /// `(dβ, dγ)`: per position Σ dz and Σ dz · (x − mean) over the rows, dz being `dy` through
@@ -211,14 +218,16 @@ wide! {
 wide! {
     /// `y = act(x · a + b)` along a row, `a` and `b` [`tile`]d (the row taken a tile at a
     /// time).
-    fn affine(y: &mut [f32], x: &[f32], a: &[f32], b: &[f32], act: Act) {
+    fn affine(y: &mut [MaybeUninit<f32>], x: &[f32], a: &[f32], b: &[f32], act: Act) {
+        assert_eq!(y.len(), x.len(), "batchnorm: a row and its output");
         for (y, x) in y.chunks_mut(a.len()).zip(x.chunks(a.len())) {
             let all = y.iter_mut().zip(x).zip(a).zip(b);
+            let put = |y: &mut MaybeUninit<f32>, v: f32| *y = MaybeUninit::new(v);
             match act {
-                Act::None => all.for_each(|(((y, &x), &a), &b)| *y = x * a + b),
-                Act::Relu => all.for_each(|(((y, &x), &a), &b)| *y = (x * a + b).max(0.0)),
+                Act::None => all.for_each(|(((y, &x), &a), &b)| put(y, x * a + b)),
+                Act::Relu => all.for_each(|(((y, &x), &a), &b)| put(y, (x * a + b).max(0.0))),
                 Act::Relu6 => {
-                    all.for_each(|(((y, &x), &a), &b)| *y = (x * a + b).clamp(0.0, 6.0))
+                    all.for_each(|(((y, &x), &a), &b)| put(y, (x * a + b).clamp(0.0, 6.0)))
                 }
             }
         }
@@ -227,18 +236,27 @@ wide! {
 
 wide! {
     /// `y = act(x · a + b + r)` along a row, as [`affine`].
-    fn affine_add(y: &mut [f32], x: &[f32], r: &[f32], a: &[f32], b: &[f32], act: Act) {
+    fn affine_add(
+        y: &mut [MaybeUninit<f32>],
+        x: &[f32],
+        r: &[f32],
+        a: &[f32],
+        b: &[f32],
+        act: Act,
+    ) {
+        assert!(y.len() == x.len() && y.len() == r.len(), "batchnorm: a row and its output");
         let len = a.len();
         for ((y, x), r) in y.chunks_mut(len).zip(x.chunks(len)).zip(r.chunks(len)) {
             let all = y.iter_mut().zip(x).zip(r).zip(a).zip(b);
             let f = |x: f32, r: f32, a: f32, b: f32| x * a + b + r;
+            let put = |y: &mut MaybeUninit<f32>, v: f32| *y = MaybeUninit::new(v);
             match act {
-                Act::None => all.for_each(|((((y, &x), &r), &a), &b)| *y = f(x, r, a, b)),
+                Act::None => all.for_each(|((((y, &x), &r), &a), &b)| put(y, f(x, r, a, b))),
                 Act::Relu => {
-                    all.for_each(|((((y, &x), &r), &a), &b)| *y = f(x, r, a, b).max(0.0))
+                    all.for_each(|((((y, &x), &r), &a), &b)| put(y, f(x, r, a, b).max(0.0)))
                 }
                 Act::Relu6 => all.for_each(|((((y, &x), &r), &a), &b)| {
-                    *y = f(x, r, a, b).clamp(0.0, 6.0)
+                    put(y, f(x, r, a, b).clamp(0.0, 6.0))
                 }),
             }
         }

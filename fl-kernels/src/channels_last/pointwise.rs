@@ -12,9 +12,11 @@
 //! shares are summed in piece order, so results do not depend on the thread count.
 
 use super::thin;
-use crate::gemm::{Mat, matmul};
+use std::mem::MaybeUninit;
+
+use crate::gemm::{Mat, matmul, matmul_uninit};
 use crate::layout::transpose;
-use crate::scratch::{backward_pieces, build, piece, sum_partials};
+use crate::scratch::{assume_init, backward_pieces, build, build_uninit, piece, sum_partials};
 use crate::simd::epilogue_rows;
 use crate::types::{Epilogue, Geom};
 
@@ -50,16 +52,29 @@ pub(crate) fn forward(
         rs: 1,
         cs: cin,
     };
-    build(g.n * g.h * g.w * cout, ROWS * cout, |i, out| {
-        let xs = piece(x, i, ROWS * cin);
-        match &mixed {
-            Some(wt) => thin::mix(out, xs, wt, cin, cout),
-            None => matmul(out, cout, rows_of(xs, cin), wt, false),
-        }
+    let len = g.n * g.h * g.w * cout;
+    if let Some(wt) = &mixed {
+        return build(len, ROWS * cout, |i, out| {
+            thin::mix(out, piece(x, i, ROWS * cin), wt, cin, cout);
+            if let Some(e) = epilogue {
+                epilogue_rows(e, out, cout);
+            }
+        });
+    }
+    let fill = |i: usize, out: &mut [MaybeUninit<f32>]| {
+        matmul_uninit(out, cout, rows_of(piece(x, i, ROWS * cin), cin), wt);
+        // SAFETY: the product wrote all of `out` (`rows · cout` values, the piece).
+        #[allow(unsafe_code)]
+        let out = unsafe { assume_init(out) };
         if let Some(e) = epilogue {
             epilogue_rows(e, out, cout);
         }
-    })
+    };
+    // SAFETY: `fill` writes every value of its piece (the GEMM's whole product).
+    #[allow(unsafe_code)]
+    unsafe {
+        build_uninit(len, ROWS * cout, fill).0
+    }
 }
 
 /// `dx = dy · W` and `dW = dyᵀ · x`, each only if asked for. With a thin input the weight

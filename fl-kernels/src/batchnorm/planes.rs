@@ -1,10 +1,12 @@
 //! BatchNorm one `(sample, channel)` plane at a time: for maps of
 //! [`super::ROWS_BELOW`] pixels and more, where a plane is long enough for a vector loop.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 use super::{BnShape, Coefficients, Identity, Mask, Relu6Mask, ReluMask, Saved, dx_terms};
-use crate::scratch::zeroed;
+use crate::scratch::build_uninit;
 use crate::types::Act;
 
 /// The `hw`-long planes of channel `ch`, one per sample.
@@ -53,32 +55,40 @@ pub(super) fn forward(
     residual: Option<&[f32]>,
     c: &Coefficients<'_>,
 ) -> Vec<f32> {
-    let mut y = zeroed(s.len());
-    y.par_chunks_mut(s.hw)
-        .zip(x.par_chunks(s.hw))
-        .enumerate()
-        .for_each(|(i, (y, x))| {
-            let ch = i % s.c;
-            let (a, b) = (c.scale[ch], c.shift[ch]);
-            match residual {
-                None => plane(y, x, |x| x * a + b, c.act),
-                Some(r) => {
-                    let r = &r[i * s.hw..(i + 1) * s.hw];
-                    plane(y, x.iter().zip(r), |(x, r)| x * a + b + r, c.act)
-                }
+    let fill = |i: usize, y: &mut [MaybeUninit<f32>]| {
+        let ch = i % s.c;
+        let (a, b) = (c.scale[ch], c.shift[ch]);
+        let x = &x[i * s.hw..(i + 1) * s.hw];
+        match residual {
+            None => plane(y, x.iter(), |x| x * a + b, c.act),
+            Some(r) => {
+                let r = &r[i * s.hw..(i + 1) * s.hw];
+                plane(y, x.iter().zip(r), |(x, r)| x * a + b + r, c.act)
             }
-        });
-    y
+        }
+    };
+    // SAFETY: `plane` writes every value of its plane (the piece): `x` is as long.
+    #[allow(unsafe_code)]
+    unsafe {
+        build_uninit(s.len(), s.hw, fill).0
+    }
 }
 
-/// `y = act(f(v))` for the values `v` of a plane.
+/// `y = act(f(v))` for the values `v` of a plane, `v` as long as `y`.
 #[inline(always)]
-fn plane<V>(y: &mut [f32], v: impl IntoIterator<Item = V>, f: impl Fn(V) -> f32, act: Act) {
+fn plane<V>(
+    y: &mut [MaybeUninit<f32>],
+    v: impl ExactSizeIterator<Item = V>,
+    f: impl Fn(V) -> f32,
+    act: Act,
+) {
+    assert_eq!(y.len(), v.len(), "batchnorm: a plane and its output");
     let pairs = y.iter_mut().zip(v);
+    let put = |y: &mut MaybeUninit<f32>, v: f32| *y = MaybeUninit::new(v);
     match act {
-        Act::None => pairs.for_each(|(y, v)| *y = f(v)),
-        Act::Relu => pairs.for_each(|(y, v)| *y = f(v).max(0.0)),
-        Act::Relu6 => pairs.for_each(|(y, v)| *y = f(v).clamp(0.0, 6.0)),
+        Act::None => pairs.for_each(|(y, v)| put(y, f(v))),
+        Act::Relu => pairs.for_each(|(y, v)| put(y, f(v).max(0.0))),
+        Act::Relu6 => pairs.for_each(|(y, v)| put(y, f(v).clamp(0.0, 6.0))),
     }
 }
 

@@ -1,4 +1,5 @@
-//! Per-thread scratch buffers and the zeroed outputs and ordered sums the kernels share.
+//! Per-thread scratch buffers, the zeroed (or, for kernels that write them whole, uninitialised)
+//! outputs and the ordered sums the kernels share.
 
 use std::cell::RefCell;
 use std::mem::MaybeUninit;

@@ -124,18 +124,6 @@ pub(crate) unsafe fn build_uninit<R: Send>(
     (v, results)
 }
 
-/// `piece` as initialised values.
-///
-/// # Safety
-///
-/// Every element of `piece` has been written.
-#[allow(unsafe_code)]
-pub(crate) unsafe fn assume_init(piece: &mut [MaybeUninit<f32>]) -> &mut [f32] {
-    // SAFETY: `MaybeUninit<f32>` has `f32`'s layout, and the caller vouches that every
-    // element is initialised.
-    unsafe { &mut *(piece as *mut [MaybeUninit<f32>] as *mut [f32]) }
-}
-
 /// A backward pass cut into pieces: with `want_dx`, `f(i, Some(piece))` fills piece `i` of
 /// a `len`-long input gradient built as by [`build_with`]; without, `f(i, None)` runs for
 /// each of the `len / piece` pieces in parallel. Either way `f`'s results (its share of a

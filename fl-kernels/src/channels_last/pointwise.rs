@@ -11,12 +11,12 @@
 //! Pieces of [`ROWS`] pixels, fixed by the shape only: the weight gradient's per-piece
 //! shares are summed in piece order, so results do not depend on the thread count.
 
-use super::thin;
 use std::mem::MaybeUninit;
 
+use super::thin;
 use crate::gemm::{Mat, matmul, matmul_uninit};
 use crate::layout::transpose;
-use crate::scratch::{assume_init, backward_pieces, build, build_uninit, piece, sum_partials};
+use crate::scratch::{backward_pieces, build, build_uninit, piece, sum_partials};
 use crate::simd::epilogue_rows;
 use crate::types::{Epilogue, Geom};
 
@@ -65,7 +65,7 @@ pub(crate) fn forward(
         matmul_uninit(out, cout, rows_of(piece(x, i, ROWS * cin), cin), wt);
         // SAFETY: the product wrote all of `out` (`rows · cout` values, the piece).
         #[allow(unsafe_code)]
-        let out = unsafe { assume_init(out) };
+        let out = unsafe { out.assume_init_mut() };
         if let Some(e) = epilogue {
             epilogue_rows(e, out, cout);
         }
